@@ -1,0 +1,3 @@
+from gligabao.cli import main
+
+main()

@@ -1,0 +1,286 @@
+"""`split_text`: cut a text into overlapping chunks exactly as SPEC C4.
+
+Every chunk is the slice ``text[chunk.start:chunk.end]`` (character offsets);
+``start_offset`` and ``end_offset`` are the same bounds as UTF-8 byte offsets.
+
+The cut works on the UTF-8 bytes. The text is first broken into *units*:
+paragraphs; a paragraph larger than a chunk into sentences; a sentence still
+larger into pieces of words; a word still larger into pieces cut between
+tokens. Units are trimmed of whitespace, so whatever lies between two units is
+whitespace. Units are packed greedily; each chunk but the first begins with
+the last units (or words) of the one before, as many as the overlap budget
+allows. Token counts come from a `SpanCounter`, which for the estimator counts
+any byte range in a handful of C-speed calls, so each token is looked at once.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+
+from gligabao.chunk.tokens import ESTIMATOR, SpanCounter, Tokenizer, span_counter
+
+# Whitespace as str.isspace() sees it within ASCII; the only whitespace that
+# separates units (Unicode spaces cost no tokens but do not split words).
+_SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
+# A paragraph ends at one or more blank lines (a blank line may hold spaces or \r).
+_BLANK_LINES = re.compile(rb"(\n(?:[ \t\r\x0b\x0c\x1c-\x1f]*\n)+)")
+_CLOSERS = rb"(?:[)\]\"']|\xe2\x80[\x99\x9d]|\xc2\xbb|\xe3\x80[\x8d\x8f])*"
+# A sentence ends after . ! ? … (and closing quotes or brackets) before
+# whitespace, after a CJK full stop (。！？｡) anywhere, and at every line break.
+_SENTENCE_END = re.compile(
+    rb"(?:[.!?]|\xe2\x80\xa6)+" + _CLOSERS + rb"(?=[ \t\n\r\x0b\x0c\x1c-\x1f])"
+    rb"|(?:\xe3\x80\x82|\xef\xbc[\x81\x9f]|\xef\xbd\xa1)+" + _CLOSERS + rb"|\n"
+)
+_WORD = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]+")
+# Boundaries a word may be cut at without splitting a character or a token.
+_TOKEN = re.compile(rb"[A-Za-z]{1,4}|[0-9]{1,3}|[\x00-\x7f]|[\xc0-\xff][\x80-\xbf]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk: ``text == source[start:end]``; ``*_offset`` are UTF-8 byte offsets."""
+
+    index: int
+    start: int
+    end: int
+    start_offset: int
+    end_offset: int
+    tokens: int
+    overlap_tokens: int
+    text: str
+
+
+def overlap_budget(chunk_size: int, overlap_percent: int) -> int:
+    """The most tokens a chunk may repeat from the one before it."""
+    return chunk_size * overlap_percent // 100
+
+
+def split_text(
+    text: str,
+    *,
+    chunk_size: int = 1024,
+    overlap_percent: int = 20,
+    tokenizer: Tokenizer | None = None,
+) -> list[Chunk]:
+    """Cut ``text`` into chunks of at most ``chunk_size`` tokens, overlap included.
+
+    The first chunk starts at 0 and the last ends at ``len(text)``; a text that
+    fits in one chunk comes back as one chunk, an empty one as none. Whether a
+    text should be chunked at all (SPEC C3) is for ``gligabao.chunk.cut``.
+    """
+    if chunk_size < 1 or not 0 <= overlap_percent <= 100:
+        raise ValueError("chunk_size must be positive and overlap_percent within 0..100")
+    data = text.encode("utf-8", "surrogatepass")
+    if not data:
+        return []
+    counter = span_counter(tokenizer or ESTIMATOR, data)
+    budget = overlap_budget(chunk_size, overlap_percent)
+    units = _Units(data, counter, chunk_size, max(chunk_size - budget, 1))
+    units.split()
+    spans = _pack(data, units, counter, chunk_size, budget) if units.starts else [(0, len(data))]
+    return _chunks(text, data, spans, counter)
+
+
+class _Units:
+    """Units as three parallel lists of byte offsets and token counts (cheap to build)."""
+
+    def __init__(self, data: bytes, counter: SpanCounter, chunk_size: int, piece_max: int):
+        self.data = data
+        self.count = counter.count
+        self.chunk_size = chunk_size
+        self.piece_max = piece_max
+        self.starts: list[int] = []
+        self.ends: list[int] = []
+        self.tokens: list[int] = []
+
+    def split(self) -> None:
+        # re.split with the separator captured alternates paragraph, separator, ...:
+        # the offsets follow from the lengths, with no search per paragraph.
+        pos = 0
+        for i, part in enumerate(_BLANK_LINES.split(self.data)):
+            start = pos
+            pos += len(part)
+            if i % 2 == 0:
+                self._paragraph(start, pos, part)
+
+    def _add(self, start: int, end: int, tokens: int) -> None:
+        self.starts.append(start)
+        self.ends.append(end)
+        self.tokens.append(tokens)
+
+    def _paragraph(self, start: int, end: int, part: bytes) -> None:
+        body = part.strip(_SPACE)
+        if not body:
+            return
+        start += len(part) - len(part.lstrip(_SPACE))
+        end = start + len(body)
+        tokens = self.count(start, end)
+        if tokens <= self.chunk_size:
+            self._add(start, end, tokens)
+            return
+        pos = start
+        for match in _SENTENCE_END.finditer(self.data, start, end):
+            self._sentence(pos, match.end())
+            pos = match.end()
+        self._sentence(pos, end)
+
+    def _sentence(self, start: int, end: int) -> None:
+        start, end = _trim(self.data, start, end)
+        if start == end:
+            return
+        tokens = self.count(start, end)
+        if tokens <= self.chunk_size:
+            self._add(start, end, tokens)
+        else:
+            self._words(start, end)
+
+    def _words(self, start: int, end: int) -> None:
+        """Pack the words of one oversized sentence into pieces of at most piece_max tokens."""
+        piece_start = piece_end = -1
+        for match in _WORD.finditer(self.data, start, end):
+            w_start, w_end = match.span()
+            if piece_start >= 0 and self.count(piece_start, w_end) <= self.piece_max:
+                piece_end = w_end
+                continue
+            if piece_start >= 0:
+                self._add(piece_start, piece_end, self.count(piece_start, piece_end))
+                piece_start = -1
+            if self.count(w_start, w_end) > self.piece_max:
+                self._cut_word(w_start, w_end)
+            else:
+                piece_start, piece_end = w_start, w_end
+        if piece_start >= 0:
+            self._add(piece_start, piece_end, self.count(piece_start, piece_end))
+
+    def _cut_word(self, start: int, end: int) -> None:
+        """Cut a word larger than a piece between tokens, each piece as large as fits."""
+        cuts = [m.end() for m in _TOKEN.finditer(self.data, start, end)]
+        first = 0
+        while first < len(cuts):
+            piece_start = start if first == 0 else cuts[first - 1]
+            # The furthest token end whose piece still fits (at least one token).
+            last = bisect_right(
+                cuts, self.piece_max, first, len(cuts), key=lambda e: self.count(piece_start, e)
+            )
+            last = max(last, first + 1)
+            self._add(piece_start, cuts[last - 1], self.count(piece_start, cuts[last - 1]))
+            first = last
+
+
+def _trim(data: bytes, start: int, end: int) -> tuple[int, int]:
+    while start < end and data[start] in _SPACE:
+        start += 1
+    while end > start and data[end - 1] in _SPACE:
+        end -= 1
+    return start, end
+
+
+def _pack(
+    data: bytes, units: _Units, counter: SpanCounter, chunk_size: int, budget: int
+) -> list[tuple[int, int]]:
+    """Greedy packing with overlap: (start, end) per chunk, in bytes."""
+    starts, ends, tokens = units.starts, units.ends, units.tokens
+    n = len(starts)
+    spans: list[tuple[int, int]] = []
+    first = prev_first = 0  # the first new unit of this chunk, and of the one before
+    while first < n:
+        overlap_start = starts[first]
+        if spans and budget:
+            room = min(budget, chunk_size - tokens[first])
+            overlap_start = _overlap_start(data, units, counter, prev_first, first, room)
+        total = counter.count(overlap_start, starts[first]) + tokens[first]
+        last = first + 1
+        while last < n and total + tokens[last] <= chunk_size:
+            total += tokens[last]
+            last += 1
+        start = overlap_start if spans else 0
+        end = len(data) if last == n else ends[last - 1]
+        if not counter.additive:
+            start, end, last = _fit(units, counter, first, last, start, end, chunk_size)
+        spans.append((start, end))
+        prev_first, first = first, last
+    return spans
+
+
+def _overlap_start(
+    data: bytes, units: _Units, counter: SpanCounter, prev_first: int, first: int, room: int
+) -> int:
+    """Where chunk ``first`` starts: SPEC C4 step 4 (whole units, else words, else none)."""
+    starts, tokens = units.starts, units.tokens
+    if room <= 0:
+        return starts[first]
+    used = 0
+    i = first
+    while i > prev_first and used + tokens[i - 1] <= room:
+        i -= 1
+        used += tokens[i]
+    if i < first:
+        return starts[i]
+    # Not even the last unit fits: its last words that do.
+    unit_end = units.ends[first - 1]
+    word_starts = [m.start() for m in _WORD.finditer(data, starts[first - 1], unit_end)]
+    # Counts fall as the start moves right: find the first word start that fits.
+    k = bisect_left(word_starts, -room, key=lambda s: -counter.count(s, unit_end))
+    return word_starts[k] if k < len(word_starts) else starts[first]
+
+
+def _fit(
+    units: _Units,
+    counter: SpanCounter,
+    first: int,
+    last: int,
+    start: int,
+    end: int,
+    chunk_size: int,
+) -> tuple[int, int, int]:
+    """Shrink a chunk sized by summed counts until counted whole it fits (non-additive)."""
+    while counter.count(start, end) > chunk_size:
+        if start != units.starts[first]:
+            start = units.starts[first]  # drop the overlap first
+        elif last - first > 1:
+            last -= 1
+            end = units.ends[last - 1]
+        else:
+            break  # one unit alone: counted alone, it fits
+    return start, end, last
+
+
+def _chunks(
+    text: str, data: bytes, spans: list[tuple[int, int]], counter: SpanCounter
+) -> list[Chunk]:
+    """Chunks with character offsets, byte offsets, tokens and overlap tokens."""
+    char_at = _char_offsets(text, data, {b for span in spans for b in span})
+    chunks = []
+    prev_end = 0
+    for i, (start, end) in enumerate(spans):
+        overlap = counter.count(start, prev_end) if start < prev_end else 0
+        c_start, c_end = char_at[start], char_at[end]
+        chunks.append(
+            Chunk(
+                i,
+                c_start,
+                c_end,
+                start,
+                end,
+                counter.count(start, end),
+                overlap,
+                text[c_start:c_end],
+            )
+        )
+        prev_end = end
+    return chunks
+
+
+def _char_offsets(text: str, data: bytes, bounds: set[int]) -> dict[int, int]:
+    if len(data) == len(text):  # ASCII: bytes and characters coincide
+        return {b: b for b in bounds}
+    # Decode each stretch between consecutive bounds once: O(len(data)) in all.
+    char_at: dict[int, int] = {}
+    pos = chars = 0
+    for bound in sorted(bounds):
+        chars += len(data[pos:bound].decode("utf-8", "surrogatepass"))
+        char_at[bound] = chars
+        pos = bound
+    return char_at

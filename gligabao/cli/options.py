@@ -1,0 +1,35 @@
+"""Options that several commands share, declared once so they read the same everywhere."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+ConfigPath = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads the annotation at run time on 3.10 too
+    typer.Option("--config", help="Config file (else GB_CONFIG, ./gligabao.toml, user config)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Print JSON, one object per line.")]
+ChunkSize = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--chunk-size", help="Largest chunk in tokens, overlap included (32..8000)."),
+]
+Overlap = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--overlap", help="Overlap as a percentage of the chunk size (0..50)."),
+]
+Mode = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--mode", help="How to cut: auto, text (markdown and code: not yet)."),
+]
+TokenizerSpec = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--tokenizer", help="estimator (default) or tiktoken:ENCODING, e.g. tiktoken:o200k_base."
+    ),
+]
+Paths = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Argument(metavar="[PATH|-]...", help="Files to read; - reads standard input."),
+]

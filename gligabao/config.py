@@ -1,0 +1,281 @@
+"""Configuration: every setting, where it came from, and its validation.
+
+Each setting is looked up, first hit wins, in: a command-line flag, the
+environment (`GB_<KEY>`, `GB_<SECTION>_<KEY>`, and `GB_DB` for the database),
+the config file, the default. The file is the first of `--config`,
+`GB_CONFIG`, `./gligabao.toml`, and `gligabao.toml` in the user config dir.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+from tomlkit.exceptions import TOMLKitError
+
+from gligabao.chunk import MODES, ChunkSettings, get_tokenizer
+from gligabao.errors import ConfigError
+
+STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk")
+REASONING_LEVELS = ("none", "low", "medium", "high")
+CONFIG_NAME = "gligabao.toml"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    key: str  # dotted: "chunk_size", "llm.base_url"
+    kind: type
+    default: Any
+    help: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] | None = None
+    secret: bool = False
+
+    @property
+    def env(self) -> str:
+        return "GB_DB" if self.key == "database" else "GB_" + self.key.replace(".", "_").upper()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("database", str, "gligabao.db", "the SQLite file everything is stored in"),
+    Setting("dataset", str, "default", "the namespace documents, graph and vectors belong to"),
+    Setting("chunk_size", int, 1024, "largest chunk in tokens, overlap included", 32, 8000),
+    Setting("chunk_overlap_percent", int, 20, "share of a chunk that repeats the previous", 0, 50),
+    Setting("mode", str, "auto", "how texts are cut", choices=MODES),
+    Setting("tokenizer", str, "estimator", "estimator, or tiktoken:ENCODING for exact counts"),
+    Setting("concurrency", int, 8, "LLM requests in flight at once", 1, 64),
+    Setting("contextual", bool, False, "write a situating context for each chunk (X1)"),
+    Setting("llm.base_url", str, None, "OpenAI-compatible endpoint; else OPENAI_BASE_URL"),
+    Setting("llm.api_key_env", str, "OPENAI_API_KEY", "environment variable holding the key"),
+    Setting("llm.api_key", str, None, "the key itself (prefer api_key_env)", secret=True),
+    Setting("llm.timeout", float, 60.0, "seconds before a request is retried", 1, 3600),
+    Setting("llm.max_retries", int, 4, "retries on 429, 5xx and timeouts", 0, 20),
+    Setting("embeddings.model", str, "text-embedding-3-small", "embedding model of every index"),
+    Setting("embeddings.dimensions", int, 1536, "vector dimensions", 1, 8192),
+    Setting("embeddings.base_url", str, None, "endpoint for embeddings; else llm.base_url"),
+    Setting("embeddings.api_key_env", str, None, "key variable for embeddings; else llm's"),
+    Setting("models.default", str, "gpt-4o-mini", "model of every stage not named below"),
+    *(Setting(f"models.{s}", str, None, f"model of the {s} stage") for s in STAGES),
+    *(
+        Setting(f"reasoning.{s}", str, "none", f"reasoning of {s}", choices=REASONING_LEVELS)
+        for s in STAGES
+    ),
+)
+BY_KEY = {s.key: s for s in SETTINGS}
+_SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices"}
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """USD per million tokens."""
+
+    input: float
+    output: float
+    cached_input: float | None = None
+
+    def cost(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
+        cached_rate = self.input if self.cached_input is None else self.cached_input
+        fresh = max(input_tokens - cached_tokens, 0)
+        return (
+            fresh * self.input + cached_tokens * cached_rate + output_tokens * self.output
+        ) / 1e6
+
+
+@dataclass(frozen=True)
+class Config:
+    values: Mapping[str, Any]
+    sources: Mapping[str, str]
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    path: Path | None = None
+    warnings: tuple[str, ...] = ()
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def model_for(self, stage: str) -> str:
+        return self.values.get(f"models.{stage}") or self.values["models.default"]
+
+    def reasoning_for(self, stage: str) -> str:
+        return self.values.get(f"reasoning.{stage}", "none")
+
+    def chunk_settings(self) -> ChunkSettings:
+        return ChunkSettings(
+            chunk_size=self["chunk_size"],
+            overlap_percent=self["chunk_overlap_percent"],
+            mode=self["mode"],
+            tokenizer=get_tokenizer(self["tokenizer"]),
+        )
+
+    def shown(self) -> list[tuple[str, Any, str]]:
+        """(key, value, source) for `gb config`, secrets masked."""
+        rows = []
+        for setting in SETTINGS:
+            value = self.values[setting.key]
+            if setting.secret and value:
+                value = mask(value)
+            rows.append((setting.key, value, self.sources[setting.key]))
+        for model, price in sorted(self.prices.items()):
+            rows.append((f"prices.{model}", price, self.sources.get(f"prices.{model}", "file")))
+        return rows
+
+
+def mask(secret: str) -> str:
+    return "****" + secret[-4:] if len(secret) > 12 else "****"
+
+
+def find_config_file(explicit: str | None, env: Mapping[str, str]) -> Path | None:
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file {explicit} does not exist")
+        return path
+    if env.get("GB_CONFIG"):
+        path = Path(env["GB_CONFIG"])
+        if not path.is_file():
+            raise ConfigError(f"GB_CONFIG points to {path}, which does not exist")
+        return path
+    local = Path(CONFIG_NAME)
+    if local.is_file():
+        return local
+    from platformdirs import user_config_dir
+
+    user = Path(user_config_dir("gligabao")) / CONFIG_NAME
+    return user if user.is_file() else None
+
+
+def load_config(
+    config_path: str | None = None,
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Config:
+    """Resolve every setting (flag > environment > file > default) and validate it."""
+    env = os.environ if env is None else env
+    path = find_config_file(config_path, env)
+    file_values, prices, warnings = _read_file(path) if path else ({}, {}, [])
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for setting in SETTINGS:
+        flag = (flags or {}).get(setting.key)
+        if flag is not None:
+            values[setting.key] = _coerce(setting, flag, "flag")
+            sources[setting.key] = "flag"
+        elif env.get(setting.env) not in (None, ""):
+            values[setting.key] = _coerce(setting, env[setting.env], f"env {setting.env}")
+            sources[setting.key] = f"env {setting.env}"
+        elif setting.key in file_values:
+            values[setting.key] = _coerce(setting, file_values[setting.key], str(path))
+            sources[setting.key] = str(path)
+        else:
+            values[setting.key] = setting.default
+            sources[setting.key] = "default"
+    if values["llm.base_url"] is None and env.get("OPENAI_BASE_URL"):
+        values["llm.base_url"] = env["OPENAI_BASE_URL"]
+        sources["llm.base_url"] = "env OPENAI_BASE_URL"
+    for model in prices:
+        sources[f"prices.{model}"] = str(path)
+    return Config(values, sources, prices, path, tuple(warnings))
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, Price], list[str]]:
+    try:
+        document = tomlkit.parse(path.read_text(encoding="utf-8")).unwrap()
+    except (TOMLKitError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path} cannot be read: {exc.strerror}") from None
+    values: dict[str, Any] = {}
+    warnings: list[str] = []
+    prices: dict[str, Price] = {}
+    for key, value in document.items():
+        if key == "prices":
+            prices = _read_prices(path, value)
+        elif key in _SECTIONS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: [{key}] must be a table")
+            for sub, sub_value in value.items():
+                _take(path, f"{key}.{sub}", sub_value, values, warnings)
+        else:
+            _take(path, key, value, values, warnings)
+    return values, prices, warnings
+
+
+def _take(path: Path, key: str, value: Any, values: dict[str, Any], warnings: list[str]) -> None:
+    if key in BY_KEY:
+        values[key] = value
+    else:
+        warnings.append(f"{path}: unknown key {key!r} ignored")
+
+
+def _read_prices(path: Path, table: Any) -> dict[str, Price]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [prices] must be a table of models")
+    prices = {}
+    for model, entry in table.items():
+        where = f"{path}: prices.{model}"
+        if not isinstance(entry, dict) or not {"input", "output"} <= entry.keys():
+            raise ConfigError(f"{where} must be {{ input = USD, output = USD }} per million tokens")
+        numbers = {k: entry[k] for k in ("input", "output", "cached_input") if k in entry}
+        for k, v in numbers.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+                raise ConfigError(f"{where}.{k} = {v!r} must be a number >= 0 (USD per 1M tokens)")
+        prices[model] = Price(**{k: float(v) for k, v in numbers.items()})
+    return prices
+
+
+def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
+    """Check type, range and choices; strings from the environment are parsed."""
+    shown = "****" if setting.secret else repr(raw)
+    where = f" (from {origin})"
+    value = raw
+    if isinstance(raw, str) and setting.kind is not str:
+        value = _parse(setting, raw)
+    if setting.kind is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if (
+        value is None
+        or isinstance(value, bool) != (setting.kind is bool)
+        or not isinstance(value, setting.kind)
+    ):
+        raise ConfigError(
+            f"{setting.key} = {shown}{where} must be {_kind_name(setting)}{_allowed(setting)}"
+        )
+    if setting.low is not None and not setting.low <= value <= setting.high:
+        raise ConfigError(f"{setting.key} = {shown}{where} is out of range{_allowed(setting)}")
+    if setting.choices and value not in setting.choices:
+        raise ConfigError(f"{setting.key} = {shown}{where} is not allowed{_allowed(setting)}")
+    return value
+
+
+def _parse(setting: Setting, raw: str) -> Any:
+    text = raw.strip()
+    if setting.kind is bool:
+        lowered = text.lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+        return raw
+    try:
+        return setting.kind(text)
+    except ValueError:
+        return raw
+
+
+def _kind_name(setting: Setting) -> str:
+    return {int: "a whole number", float: "a number", bool: "true or false", str: "a string"}[
+        setting.kind
+    ]
+
+
+def _allowed(setting: Setting) -> str:
+    if setting.low is not None:
+        low, high = (int(b) if setting.kind is int else b for b in (setting.low, setting.high))
+        return f" (allowed {low}..{high})"
+    if setting.choices:
+        return f" (allowed {', '.join(setting.choices)})"
+    return ""

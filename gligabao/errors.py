@@ -1,0 +1,56 @@
+"""Errors gligabao raises on purpose, each with the exit code `gb` gives it.
+
+    GbError                 1  a failure while working (LLM, network, store)
+    ├── InputError          3  an input was refused; nothing of it was stored
+    ├── ConfigError         5  a setting is wrong or missing
+    └── DatabaseError       6  the database file cannot be used (locked, not a database)
+
+Exit code 2 is a usage error (an unknown option, a missing argument), as
+every click/typer program gives it; 4 means some inputs of a batch failed.
+The message of every error is one line meant for the user: it names what was
+wrong and what to do, and never holds a secret.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    BAD_INPUT = 3
+    PARTIAL = 4
+    CONFIG = 5
+    DATABASE = 6
+    INTERRUPTED = 130
+
+
+class GbError(Exception):
+    """Base of the errors that `gb` reports as one line and an exit code."""
+
+    exit_code: ExitCode = ExitCode.FAILURE
+
+
+class InputError(GbError):
+    """An input was refused (too large, empty, not UTF-8, NUL bytes, missing...)."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class ConfigError(GbError):
+    """A configuration value is out of range, of the wrong type, or missing."""
+
+    exit_code = ExitCode.CONFIG
+
+
+class DatabaseError(GbError):
+    """The database file cannot be opened or written."""
+
+    exit_code = ExitCode.DATABASE

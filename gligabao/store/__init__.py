@@ -1,0 +1,56 @@
+"""The store: one SQLite file holding documents, chunks, summaries, the graph, the record
+of every LLM call, FTS5 keyword indexes and sqlite-vec vector indexes (SPEC S1-S5).
+
+    from gligabao.store import open_db, transaction, artifacts, graph, vectors
+    conn = open_db("gligabao.db")
+    with transaction(conn):
+        ...
+
+Nothing here calls the network. Table rows come back as dicts keyed by column name;
+computed results are small frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+from gligabao.store import (
+    artifacts,
+    datasets,
+    db,
+    forget,
+    fts,
+    graph,
+    inferences,
+    migrations,
+    stats,
+    vectors,
+)
+from gligabao.store.db import Connection, integrity_problems, open_db, transaction
+from gligabao.store.errors import (
+    DatabaseBusy,
+    DatabaseError,
+    EmbeddingMismatch,
+    NotFound,
+    SchemaTooNew,
+)
+
+__all__ = [
+    "Connection",
+    "DatabaseBusy",
+    "DatabaseError",
+    "EmbeddingMismatch",
+    "NotFound",
+    "SchemaTooNew",
+    "artifacts",
+    "datasets",
+    "db",
+    "forget",
+    "fts",
+    "graph",
+    "inferences",
+    "integrity_problems",
+    "migrations",
+    "open_db",
+    "stats",
+    "transaction",
+    "vectors",
+]

@@ -1,0 +1,430 @@
+"""Artifacts: documents (parents), their chunks, and the chunks' summaries (seed 000).
+
+The chain is document -> chunk -> summary, by parent_id with ON DELETE CASCADE. A chunk
+copies its document's kind, session, valid_at and created_at; a summary copies its
+chunk's. A chunk's stored `text` is the exact slice of the document; what is embedded
+and keyword-indexed is `embedded_text(text, context)`, the context first (C6, X1).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import apsw
+
+from gligabao.store import graph
+from gligabao.store.db import now_iso, transaction, write
+from gligabao.store.db import query as _rows
+from gligabao.store.db import query_one as _row
+from gligabao.store.errors import NotFound
+from gligabao.store.forget import ForgetReport, forget  # re-exported: one family
+from gligabao.store.fts import fts_query
+
+__all__ = [
+    "SUMMARY_KIND",
+    "ForgetReport",
+    "add_pending",
+    "embedded_text",
+    "find_by_source",
+    "find_document",
+    "forget",
+    "get_artifact",
+    "get_document",
+    "index_artifact_text",
+    "insert_chunk",
+    "insert_document",
+    "insert_summary",
+    "list_documents",
+    "pending_documents",
+    "pending_stages",
+    "remove_pending",
+    "search_artifacts_fts",
+    "set_pending",
+    "set_superseded",
+    "stored_chunk_indexes",
+    "update_status",
+]
+
+SUMMARY_KIND = "chunk_summary"
+
+# `query` is also a column (and a parameter) of artifacts, hence the helpers' names
+# _rows / _row here.
+
+
+def embedded_text(text: str, context: str | None) -> str:
+    """What is embedded and keyword-indexed for a chunk: its context, then its text."""
+    return f"{context}\n\n{text}" if context else text
+
+
+def _pending(stages: Iterable[str] | str) -> str:
+    words = stages.split() if isinstance(stages, str) else list(stages)
+    return " ".join(dict.fromkeys(w for w in words if w))  # unique, order kept
+
+
+def pending_stages(artifact: Mapping[str, Any]) -> list[str]:
+    return artifact["pending"].split()
+
+
+def index_artifact_text(
+    conn: apsw.Connection, artifact_id: int, text: str, kind: str, dataset_id: int
+) -> None:
+    """Put (or replace) the artifact's row in the keyword index."""
+    with transaction(conn):
+        conn.execute("DELETE FROM gb_fts_artifacts WHERE rowid = ?", (artifact_id,))
+        conn.execute(
+            "INSERT INTO gb_fts_artifacts(rowid, text, kind, dataset_id) VALUES (?, ?, ?, ?)",
+            (artifact_id, text, kind, dataset_id),
+        )
+
+
+def get_artifact(conn: apsw.Connection, artifact_id: int) -> dict[str, Any] | None:
+    return _row(conn, "SELECT * FROM gb_artifacts WHERE id = ?", (artifact_id,))
+
+
+def _require(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+    row = get_artifact(conn, artifact_id)
+    if row is None:
+        raise NotFound(f"no artifact with id {artifact_id}")
+    return row
+
+
+def insert_document(
+    conn: apsw.Connection,
+    *,
+    dataset_id: int,
+    text: str,
+    kind: str = "document",
+    session_id: str | None = None,
+    valid_at: str | None = None,
+    reference_time: str | None = None,
+    created_at: str | None = None,
+    source: str | None = None,
+    content_sha256: str | None = None,
+    tokens: int | None = None,
+    mode: str | None = None,
+    settings: Mapping[str, Any] | str | None = None,
+    chunk_count: int | None = None,
+    status: str | None = "storing",
+    pending: Iterable[str] | str = (),
+    query: str | None = None,
+    series_id: str | None = None,
+    context: str | None = None,
+    index_text: bool | None = None,
+) -> int:
+    """Store a document (a parent artifact); returns its id.
+
+    `chunk_count` is the number of chunks planned (0 or None: not chunked). An unchunked
+    document is keyword-indexed itself unless `index_text` is False; a chunked one is
+    found through its chunks. `content_sha256` defaults to the hash of the UTF-8 text.
+    """
+    if kind == SUMMARY_KIND:
+        raise ValueError(f"kind {SUMMARY_KIND!r} is made only by the pipeline, for summaries")
+    valid_at = valid_at or now_iso()
+    if isinstance(settings, Mapping):
+        settings = json.dumps(settings, sort_keys=True)
+    sha = content_sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest()
+    with transaction(conn):
+        conn.execute(
+            """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at, text,
+                   tokens, query, series_id, source, content_sha256, reference_time, mode,
+                   context, chunk_count, settings, status, pending)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                dataset_id,
+                kind,
+                session_id,
+                valid_at,
+                created_at or now_iso(),
+                text,
+                tokens,
+                query,
+                series_id,
+                source,
+                sha,
+                reference_time or valid_at,
+                mode,
+                context,
+                chunk_count,
+                settings,
+                status,
+                _pending(pending),
+            ),
+        )
+        doc_id = conn.last_insert_rowid()
+        if index_text if index_text is not None else not chunk_count:
+            index_artifact_text(conn, doc_id, embedded_text(text, context), kind, dataset_id)
+    return doc_id
+
+
+def insert_chunk(
+    conn: apsw.Connection,
+    *,
+    document_id: int,
+    text: str,
+    chunk_index: int,
+    start_offset: int,
+    end_offset: int,
+    tokens: int,
+    overlap_tokens: int | None = None,
+    section: str | None = None,
+    anchor: str | None = None,
+    context: str | None = None,
+    pending: Iterable[str] | str = (),
+    index_text: bool = True,
+) -> int:
+    """Store chunk `chunk_index` of a document, keyword-indexed as embedded_text()."""
+    with transaction(conn):
+        doc = _require(conn, document_id)
+        if doc["parent_id"] is not None:
+            raise ValueError(f"artifact {document_id} is not a document; chunks hang off one")
+        conn.execute(
+            """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at,
+                   parent_id, text, chunk_index, start_offset, end_offset, tokens,
+                   overlap_tokens, reference_time, mode, section, anchor, context, pending)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                doc["dataset_id"],
+                doc["kind"],
+                doc["session_id"],
+                doc["valid_at"],
+                doc["created_at"],
+                document_id,
+                text,
+                chunk_index,
+                start_offset,
+                end_offset,
+                tokens,
+                overlap_tokens,
+                doc["reference_time"],
+                doc["mode"],
+                section,
+                anchor,
+                context,
+                _pending(pending),
+            ),
+        )
+        chunk_id = conn.last_insert_rowid()
+        if index_text:
+            fts = embedded_text(text, context)
+            index_artifact_text(conn, chunk_id, fts, doc["kind"], doc["dataset_id"])
+    return chunk_id
+
+
+def insert_summary(
+    conn: apsw.Connection,
+    *,
+    chunk_id: int,
+    text: str,
+    inference_id: int | None = None,
+    index_text: bool = True,
+) -> int:
+    """Store a chunk's summary: kind 'chunk_summary', a child of the chunk."""
+    with transaction(conn):
+        chunk = _require(conn, chunk_id)
+        if chunk["parent_id"] is None or chunk["kind"] == SUMMARY_KIND:
+            raise ValueError(f"artifact {chunk_id} is not a chunk; only chunks have summaries")
+        conn.execute(
+            """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at,
+                   parent_id, text, inference_id)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                chunk["dataset_id"],
+                SUMMARY_KIND,
+                chunk["session_id"],
+                chunk["valid_at"],
+                chunk["created_at"],
+                chunk_id,
+                text,
+                inference_id,
+            ),
+        )
+        summary_id = conn.last_insert_rowid()
+        if index_text:
+            index_artifact_text(conn, summary_id, text, SUMMARY_KIND, chunk["dataset_id"])
+    return summary_id
+
+
+def find_document(
+    conn: apsw.Connection, dataset_id: int, sha256: str, *, status: str | None = None
+) -> dict[str, Any] | None:
+    """The latest document of the dataset with this content hash, not superseded;
+    `status='complete'` finds only one remembered whole (R8's "unchanged")."""
+    return _row(
+        conn,
+        """SELECT * FROM gb_artifacts
+           WHERE dataset_id = ? AND content_sha256 = ? AND parent_id IS NULL
+             AND superseded_by IS NULL AND (? IS NULL OR status = ?)
+           ORDER BY id DESC LIMIT 1""",
+        (dataset_id, sha256, status, status),
+    )
+
+
+def find_by_source(conn: apsw.Connection, dataset_id: int, source: str) -> dict[str, Any] | None:
+    """The latest document of the dataset remembered from this source, not superseded."""
+    return _row(
+        conn,
+        """SELECT * FROM gb_artifacts
+           WHERE dataset_id = ? AND source = ? AND parent_id IS NULL AND superseded_by IS NULL
+           ORDER BY id DESC LIMIT 1""",
+        (dataset_id, source),
+    )
+
+
+def stored_chunk_indexes(conn: apsw.Connection, document_id: int) -> list[int]:
+    """The chunk indexes a document already has, ascending (what a resume can skip)."""
+    rows = _rows(
+        conn,
+        """SELECT chunk_index FROM gb_artifacts
+           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
+        (document_id,),
+    )
+    return [r["chunk_index"] for r in rows]
+
+
+_SUMMARY_SQL = """SELECT a.*, m.name AS model, i.reasoning AS reasoning
+    FROM gb_artifacts a
+    LEFT JOIN gb_inferences i ON i.id = a.inference_id
+    LEFT JOIN gb_models m ON m.id = i.model_id
+    WHERE a.parent_id IN (SELECT value FROM json_each(?)) AND a.kind = 'chunk_summary'"""
+
+
+def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+    """An artifact with what hangs off it, as `gb show` needs it.
+
+    Keys of the artifact row, plus `chunks` (each with its `summary`, or None),
+    `summary` (the artifact's own summary when it is a chunk), and the `entities` and
+    `edges` linked to it or to its chunks (edges with source_name and target_name).
+    Summaries carry `model` and `reasoning` from their inference.
+    """
+    doc = _require(conn, artifact_id)
+    chunks = _rows(
+        conn,
+        """SELECT * FROM gb_artifacts WHERE parent_id = ? AND kind <> 'chunk_summary'
+           ORDER BY chunk_index, id""",
+        (artifact_id,),
+    )
+    ids = [artifact_id, *(c["id"] for c in chunks)]
+    summaries = {s["parent_id"]: s for s in _rows(conn, _SUMMARY_SQL, (json.dumps(ids),))}
+    for chunk in chunks:
+        chunk["summary"] = summaries.get(chunk["id"])
+    doc["chunks"] = chunks
+    doc["summary"] = summaries.get(artifact_id)
+    doc["entities"] = graph.entities_for_artifacts(conn, ids)
+    doc["edges"] = graph.edges_for_artifacts(conn, ids)
+    return doc
+
+
+def list_documents(
+    conn: apsw.Connection,
+    dataset_id: int | None = None,
+    include_superseded: bool = False,
+    limit: int = 100,
+    *,
+    offset: int = 0,
+) -> list[dict[str, Any]]:
+    """Documents, newest first, without their text: a `preview` (first 120 characters),
+    the `dataset` name and `chunks_stored` instead."""
+    where = ["a.parent_id IS NULL"]
+    params: list[Any] = []
+    if dataset_id is not None:
+        where.append("a.dataset_id = ?")
+        params.append(dataset_id)
+    if not include_superseded:
+        where.append("a.superseded_by IS NULL")
+    return _rows(
+        conn,
+        f"""SELECT a.id, a.dataset_id, d.name AS dataset, a.kind, a.session_id, a.source,
+                   a.content_sha256, a.valid_at, a.created_at, a.tokens, a.mode,
+                   a.chunk_count, a.status, a.pending, a.superseded_by,
+                   substr(a.text, 1, 120) AS preview, length(a.text) AS length,
+                   (SELECT count(*) FROM gb_artifacts c
+                     WHERE c.parent_id = a.id AND c.chunk_index IS NOT NULL) AS chunks_stored
+            FROM gb_artifacts a JOIN gb_datasets d ON d.id = a.dataset_id
+            WHERE {" AND ".join(where)}
+            ORDER BY a.id DESC LIMIT ? OFFSET ?""",
+        [*params, limit, offset],
+    )
+
+
+def update_status(conn: apsw.Connection, artifact_id: int, status: str) -> None:
+    """'storing' while a document's chunks go in, 'complete' once all are stored."""
+    if not write(conn, "UPDATE gb_artifacts SET status = ? WHERE id = ?", (status, artifact_id)):
+        raise NotFound(f"no artifact with id {artifact_id}")
+
+
+def set_pending(conn: apsw.Connection, artifact_id: int, stages: Iterable[str] | str) -> None:
+    """Replace the stages still to do on an artifact (e.g. ['embed'] when offline)."""
+    sql = "UPDATE gb_artifacts SET pending = ? WHERE id = ?"
+    if not write(conn, sql, (_pending(stages), artifact_id)):
+        raise NotFound(f"no artifact with id {artifact_id}")
+
+
+def add_pending(conn: apsw.Connection, artifact_id: int, stage: str) -> list[str]:
+    with transaction(conn):
+        stages = pending_stages(_require(conn, artifact_id))
+        set_pending(conn, artifact_id, [*stages, stage])
+    return [*dict.fromkeys([*stages, stage])]
+
+
+def remove_pending(conn: apsw.Connection, artifact_id: int, stage: str) -> list[str]:
+    """Mark a stage done; returns the stages still pending."""
+    with transaction(conn):
+        left = [s for s in pending_stages(_require(conn, artifact_id)) if s != stage]
+        set_pending(conn, artifact_id, left)
+    return left
+
+
+def pending_documents(
+    conn: apsw.Connection, dataset_id: int, stage: str | None = None
+) -> list[dict[str, Any]]:
+    """Documents still `storing`, or with `stage` pending on them or on one of their chunks."""
+    if stage is None:
+        cond = "a.status = 'storing'"
+        params: tuple[Any, ...] = (dataset_id,)
+    else:
+        cond = """(instr(' ' || a.pending || ' ', ' ' || ? || ' ') > 0 OR EXISTS (
+                     SELECT 1 FROM gb_artifacts c WHERE c.parent_id = a.id
+                       AND instr(' ' || c.pending || ' ', ' ' || ? || ' ') > 0))"""
+        params = (stage, stage, dataset_id)
+    return _rows(
+        conn,
+        f"""SELECT a.* FROM gb_artifacts a
+            WHERE {cond} AND a.dataset_id = ? AND a.parent_id IS NULL ORDER BY a.id""",
+        params,
+    )
+
+
+def set_superseded(conn: apsw.Connection, artifact_id: int, by_artifact_id: int | None) -> None:
+    """Mark a document as replaced by a newer remembering of the same source."""
+    sql = "UPDATE gb_artifacts SET superseded_by = ? WHERE id = ?"
+    if not write(conn, sql, (by_artifact_id, artifact_id)):
+        raise NotFound(f"no artifact with id {artifact_id}")
+
+
+def search_artifacts_fts(
+    conn: apsw.Connection,
+    dataset_id: int,
+    text: str,
+    limit: int = 20,
+    *,
+    kinds: Iterable[str] | None = None,
+) -> list[dict[str, Any]]:
+    """Keyword hits over chunks (as embedded), summaries and unchunked documents:
+    `artifact_id`, `kind` and bm25 `rank` (lower is better), best first."""
+    match = fts_query(text)
+    if match is None or limit <= 0:
+        return []
+    kind_filter, params = "", [match, dataset_id]
+    if kinds is not None:
+        kind_filter = " AND kind IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(list(kinds)))
+    return _rows(
+        conn,
+        f"""SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
+            WHERE gb_fts_artifacts MATCH ? AND dataset_id = ?{kind_filter}
+            ORDER BY rank LIMIT ?""",
+        [*params, limit],
+    )

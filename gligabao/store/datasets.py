@@ -1,0 +1,105 @@
+"""Datasets: the namespaces (`--dataset NAME`) and the embedding space of each.
+
+All of a dataset's vectors share one model and dimension; mixing two would make every
+distance meaningless, so a different one is refused rather than silently stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from gligabao.store import vectors
+from gligabao.store.db import query, query_one, transaction
+from gligabao.store.errors import EmbeddingMismatch, NotFound
+
+__all__ = [
+    "Dataset",
+    "delete_dataset",
+    "find_dataset",
+    "get_dataset",
+    "get_or_create_dataset",
+    "list_datasets",
+    "set_embedding",
+]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    id: int
+    name: str
+    embedding_model: str | None
+    embedding_dimensions: int | None
+    created_at: str
+
+
+def _dataset(row: dict[str, Any]) -> Dataset:
+    return Dataset(
+        id=row["id"],
+        name=row["name"],
+        embedding_model=row["embedding_model"],
+        embedding_dimensions=row["embedding_dimensions"],
+        created_at=row["created_at"],
+    )
+
+
+def find_dataset(conn: apsw.Connection, name: str) -> Dataset | None:
+    row = query_one(conn, "SELECT * FROM gb_datasets WHERE name = ?", (name,))
+    return None if row is None else _dataset(row)
+
+
+def get_dataset(conn: apsw.Connection, dataset_id: int) -> Dataset:
+    row = query_one(conn, "SELECT * FROM gb_datasets WHERE id = ?", (dataset_id,))
+    if row is None:
+        raise NotFound(f"no dataset with id {dataset_id}")
+    return _dataset(row)
+
+
+def get_or_create_dataset(conn: apsw.Connection, name: str) -> Dataset:
+    if not name or not name.strip():
+        raise ValueError("a dataset name cannot be empty")
+    with transaction(conn):
+        conn.execute("INSERT OR IGNORE INTO gb_datasets(name) VALUES (?)", (name,))
+        found = find_dataset(conn, name)
+    assert found is not None
+    return found
+
+
+def list_datasets(conn: apsw.Connection) -> list[Dataset]:
+    return [_dataset(r) for r in query(conn, "SELECT * FROM gb_datasets ORDER BY id")]
+
+
+def set_embedding(conn: apsw.Connection, dataset_id: int, model: str, dimensions: int) -> Dataset:
+    """Record the dataset's embedding model and dimension, and create its vector tables.
+
+    Setting the same values again is a no-op; different ones raise EmbeddingMismatch.
+    """
+    if not model:
+        raise ValueError("an embedding model name cannot be empty")
+    if dimensions <= 0:
+        raise ValueError(f"embedding dimensions must be positive, not {dimensions}")
+    with transaction(conn):
+        ds = get_dataset(conn, dataset_id)
+        if ds.embedding_model is None:
+            conn.execute(
+                "UPDATE gb_datasets SET embedding_model = ?, embedding_dimensions = ? WHERE id = ?",
+                (model, dimensions, dataset_id),
+            )
+        elif (ds.embedding_model, ds.embedding_dimensions) != (model, dimensions):
+            raise EmbeddingMismatch(
+                f"dataset '{ds.name}' holds vectors made with {ds.embedding_model} "
+                f"({ds.embedding_dimensions} dimensions), not {model} ({dimensions}); "
+                "set embeddings.model and embeddings.dimensions back, or use another --dataset"
+            )
+        vectors.ensure_vector_tables(conn, dataset_id, dimensions)
+        return get_dataset(conn, dataset_id)
+
+
+def delete_dataset(conn: apsw.Connection, dataset_id: int) -> None:
+    """Delete a dataset with everything in it, vector tables included."""
+    with transaction(conn):
+        get_dataset(conn, dataset_id)
+        vectors.drop_vector_tables(conn, dataset_id)
+        conn.execute("DELETE FROM gb_datasets WHERE id = ?", (dataset_id,))

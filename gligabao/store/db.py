@@ -1,0 +1,216 @@
+"""Opening the SQLite file, transactions, and the small query helpers every module uses.
+
+Every connection is an apsw connection: Python's own `sqlite3` cannot load extensions
+on many builds (this machine's, macOS's system Python), and sqlite-vec is an extension.
+One binding everywhere, so behaviour never depends on which one happened to load.
+
+Rows come back as plain dicts keyed by column name (a row tracer set on the connection);
+computed results (a dataset, a report, statistics) are small frozen dataclasses.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import apsw
+import sqlite_vec
+
+from gligabao.store.errors import DatabaseBusy, DatabaseError, SchemaTooNew
+
+__all__ = [
+    "Connection",
+    "DatabaseBusy",
+    "DatabaseError",
+    "SchemaTooNew",
+    "integrity_problems",
+    "now_iso",
+    "open_db",
+    "query",
+    "query_one",
+    "scalar",
+    "table_exists",
+    "transaction",
+    "write",
+]
+
+Params = Sequence[Any] | Mapping[str, Any]
+
+# Savepoint names must be unique among the ones open at once; a counter is simplest.
+_savepoints = itertools.count(1)
+
+
+class Connection(apsw.Connection):
+    """An apsw connection that remembers what the error messages need to say."""
+
+    path: str
+    busy_timeout_ms: int
+
+
+def now_iso() -> str:
+    """Now, in UTC, as the ISO-8601 text every *_at column holds (sorts as it reads)."""
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))
+
+
+def open_db(path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000) -> Connection:
+    """Open (creating if needed) the database at `path`, ready to use.
+
+    Loads sqlite-vec, turns on WAL (a cron job and a person can share the file), foreign
+    keys and a busy timeout, then applies any pending schema migrations.
+    """
+    from gligabao.store.migrations import migrate  # migrations imports this module
+
+    name = os.fspath(path)
+    memory = name == ":memory:" or name == ""
+    if not memory:
+        try:
+            Path(name).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise DatabaseError(f"cannot create the folder of {name}: {exc.strerror}") from None
+    try:
+        conn = Connection(name)
+    except apsw.CantOpenError as exc:
+        raise DatabaseError(f"cannot open database {name}: {exc}") from None
+    conn.path = name
+    conn.busy_timeout_ms = busy_timeout_ms
+    try:
+        conn.enable_load_extension(True)
+        try:
+            conn.load_extension(sqlite_vec.loadable_path())
+        except apsw.ExtensionLoadingError as exc:
+            raise DatabaseError(f"cannot load sqlite-vec ({exc}); reinstall sqlite-vec") from None
+        # Nothing else may load code into this process through SQL.
+        conn.enable_load_extension(False)
+        conn.set_busy_timeout(busy_timeout_ms)
+        conn.set_row_trace(_dict_row)
+        with translate_errors(conn):
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA foreign_keys=ON")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            migrate(conn)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+@contextmanager
+def translate_errors(conn: Connection) -> Iterator[None]:
+    """Turn SQLite's lock and file errors into the store's one-line errors."""
+    try:
+        yield
+    except (apsw.BusyError, apsw.LockedError):
+        raise DatabaseBusy(_path(conn), _timeout(conn)) from None
+    except apsw.NotADBError:
+        raise DatabaseError(
+            f"{_path(conn)} is not a database (not an SQLite file); check --db"
+        ) from None
+    except apsw.CorruptError:
+        raise DatabaseError(f"database {_path(conn)} is corrupt") from None
+    except apsw.ReadOnlyError:
+        raise DatabaseError(f"database {_path(conn)} is read-only") from None
+
+
+def _path(conn: apsw.Connection) -> str:
+    return getattr(conn, "path", None) or conn.filename or ":memory:"
+
+
+def _timeout(conn: apsw.Connection) -> int:
+    return getattr(conn, "busy_timeout_ms", 0)
+
+
+@contextmanager
+def transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """`BEGIN IMMEDIATE` … `COMMIT`, or `ROLLBACK` and re-raise on any exception.
+
+    IMMEDIATE takes the write lock up front, so two writers wait on the busy timeout at
+    BEGIN instead of failing halfway. Nested use (a store function called inside the
+    pipeline's per-chunk transaction) becomes a savepoint: the inner block rolls back
+    alone on error and commits with the outer one.
+    """
+    if not conn.get_autocommit():
+        name = f"gb_sp_{next(_savepoints)}"
+        conn.execute(f"SAVEPOINT {name}")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute(f"ROLLBACK TO {name}")
+            conn.execute(f"RELEASE {name}")
+            raise
+        conn.execute(f"RELEASE {name}")
+        return
+
+    with translate_errors(conn):
+        conn.execute("BEGIN IMMEDIATE")
+    try:
+        with translate_errors(conn):
+            yield conn
+    except BaseException:
+        if not conn.get_autocommit():
+            conn.execute("ROLLBACK")
+        raise
+    try:
+        with translate_errors(conn):
+            conn.execute("COMMIT")
+    except BaseException:
+        if not conn.get_autocommit():
+            conn.execute("ROLLBACK")
+        raise
+
+
+def write(conn: apsw.Connection, sql: str, params: Params = ()) -> int:
+    """Run one writing statement in a transaction (so a lock is DatabaseBusy, never a raw
+    apsw error); returns the number of rows it changed."""
+    with transaction(conn):
+        conn.execute(sql, params)
+        return conn.changes()
+
+
+def query(conn: apsw.Connection, sql: str, params: Params = ()) -> list[dict[str, Any]]:
+    return list(conn.execute(sql, params))
+
+
+def query_one(conn: apsw.Connection, sql: str, params: Params = ()) -> dict[str, Any] | None:
+    for row in conn.execute(sql, params):
+        return row
+    return None
+
+
+def scalar(conn: apsw.Connection, sql: str, params: Params = ()) -> Any:
+    """The first column of the first row, or None when there is no row."""
+    row = query_one(conn, sql, params)
+    return None if row is None else next(iter(row.values()))
+
+
+def table_exists(conn: apsw.Connection, name: str) -> bool:
+    return bool(scalar(conn, "SELECT count(*) FROM sqlite_master WHERE name = ?", (name,)))
+
+
+def integrity_problems(conn: apsw.Connection) -> list[str]:
+    """Everything SQLite finds wrong with the file; an empty list means healthy."""
+    problems = [
+        r["integrity_check"]
+        for r in query(conn, "PRAGMA integrity_check")
+        if r["integrity_check"] != "ok"
+    ]
+    problems += [
+        f"foreign key: {r['table']} row {r['rowid']} -> {r['parent']}"
+        for r in query(conn, "PRAGMA foreign_key_check")
+    ]
+    for fts in ("gb_fts_artifacts", "gb_fts_entities", "gb_fts_edges"):
+        try:
+            conn.execute(f"INSERT INTO {fts}({fts}) VALUES ('integrity-check')")
+        except (apsw.BusyError, apsw.LockedError):
+            raise DatabaseBusy(_path(conn), _timeout(conn)) from None
+        except apsw.Error as exc:  # FTS5 reports a damaged index as an error
+            problems.append(f"{fts}: {exc}")
+    return problems

@@ -1,0 +1,285 @@
+"""The temporal knowledge graph: entities, edges (facts), their provenance links, and the
+candidate queries resolution needs (SPEC R4).
+
+The keyword index of entities and edges is kept by triggers (see migrations), so every
+insert, update and delete here is reflected in gb_fts_entities / gb_fts_edges.
+"""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterable
+from typing import Any
+
+import apsw
+
+from gligabao.store.db import now_iso, query, query_one, transaction, write
+from gligabao.store.errors import NotFound
+from gligabao.store.fts import fts_query
+
+__all__ = [
+    "close_edge",
+    "current_edges_touching",
+    "edges_for_artifacts",
+    "entities_for_artifacts",
+    "entity_candidates_fts",
+    "entity_exact",
+    "get_edge",
+    "get_entity",
+    "insert_edge",
+    "insert_entity",
+    "link_edge",
+    "link_entity",
+    "normalize_name",
+    "update_entity_summary",
+    "upsert_entity",
+]
+
+
+def normalize_name(name: str) -> str:
+    """The form entity names are compared in: NFKC, casefolded, whitespace collapsed.
+
+    NFKC first, so that a decomposed "é" or a full-width "Ａ" compares equal to the
+    usual one; casefold rather than lower, so "Straße" matches "STRASSE".
+    """
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+def _ids(ids: Iterable[int]) -> str:
+    # Id lists are bound as one JSON parameter: no limit on their length, no SQL pasting.
+    return json.dumps([int(i) for i in ids])
+
+
+def get_entity(conn: apsw.Connection, entity_id: int) -> dict[str, Any] | None:
+    return query_one(conn, "SELECT * FROM gb_entities WHERE id = ?", (entity_id,))
+
+
+def get_edge(conn: apsw.Connection, edge_id: int) -> dict[str, Any] | None:
+    return query_one(conn, "SELECT * FROM gb_edges WHERE id = ?", (edge_id,))
+
+
+def insert_entity(
+    conn: apsw.Connection,
+    dataset_id: int,
+    name: str,
+    type: str = "",
+    summary: str = "",
+    *,
+    created_at: str | None = None,
+) -> int:
+    """Insert a new entity; an existing (name, type) raises apsw.ConstraintError."""
+    norm = normalize_name(name)
+    if not norm:
+        raise ValueError("an entity name cannot be empty")
+    with transaction(conn):
+        conn.execute(
+            """INSERT INTO gb_entities(dataset_id, name, type, summary, name_norm, created_at)
+               VALUES (?, ?, ?, ?, ?, ?)""",
+            (dataset_id, name.strip(), type, summary, norm, created_at or now_iso()),
+        )
+        return conn.last_insert_rowid()
+
+
+def upsert_entity(
+    conn: apsw.Connection,
+    dataset_id: int,
+    name: str,
+    type: str = "",
+    summary: str = "",
+) -> tuple[int, bool]:
+    """The entity with this normalized name and type, created if new: (id, created).
+
+    An existing entity keeps its summary unless it had none; replacing a summary is a
+    decision for the caller (update_entity_summary).
+    """
+    with transaction(conn):
+        found = entity_exact(conn, dataset_id, name, type)
+        if found is None:
+            return insert_entity(conn, dataset_id, name, type, summary), True
+        if summary and not found["summary"]:
+            update_entity_summary(conn, found["id"], summary)
+        return found["id"], False
+
+
+def update_entity_summary(conn: apsw.Connection, entity_id: int, summary: str) -> None:
+    if not write(conn, "UPDATE gb_entities SET summary = ? WHERE id = ?", (summary, entity_id)):
+        raise NotFound(f"no entity with id {entity_id}")
+
+
+def insert_edge(
+    conn: apsw.Connection,
+    dataset_id: int,
+    source_entity_id: int,
+    target_entity_id: int,
+    relation: str,
+    fact: str,
+    *,
+    valid_at: str | None = None,
+    invalid_at: str | None = None,
+    artifact_id: int | None = None,
+    created_at: str | None = None,
+) -> int:
+    """Insert a fact between two entities of the dataset; `artifact_id` is the chunk
+    (or unchunked artifact) it is first extracted from."""
+    with transaction(conn):
+        found = query(
+            conn,
+            "SELECT id FROM gb_entities WHERE dataset_id = ? AND id IN (?, ?)",
+            (dataset_id, source_entity_id, target_entity_id),
+        )
+        if len(found) != len({source_entity_id, target_entity_id}):
+            raise NotFound(
+                f"edge endpoints {source_entity_id} and {target_entity_id} are not both "
+                f"entities of dataset {dataset_id}"
+            )
+        conn.execute(
+            """INSERT INTO gb_edges(dataset_id, source_entity_id, target_entity_id, relation,
+                   fact, valid_at, invalid_at, created_at, artifact_id)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                dataset_id,
+                source_entity_id,
+                target_entity_id,
+                relation,
+                fact,
+                valid_at,
+                invalid_at,
+                created_at or now_iso(),
+                artifact_id,
+            ),
+        )
+        return conn.last_insert_rowid()
+
+
+def link_entity(
+    conn: apsw.Connection, entity_id: int, artifact_id: int, session_id: str | None = None
+) -> None:
+    """Record that the entity was extracted from this artifact (idempotent)."""
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR IGNORE INTO gb_entity_artifacts(entity_id, artifact_id) VALUES (?, ?)",
+            (entity_id, artifact_id),
+        )
+        if session_id is not None:
+            conn.execute(
+                """INSERT OR IGNORE INTO gb_session_entities(dataset_id, session_id, entity_id)
+                   SELECT dataset_id, ?, id FROM gb_entities WHERE id = ?""",
+                (session_id, entity_id),
+            )
+
+
+def link_edge(
+    conn: apsw.Connection, edge_id: int, artifact_id: int, session_id: str | None = None
+) -> None:
+    """Record that the fact was extracted from (or restated by) this artifact."""
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR IGNORE INTO gb_edge_artifacts(edge_id, artifact_id) VALUES (?, ?)",
+            (edge_id, artifact_id),
+        )
+        if session_id is not None:
+            conn.execute(
+                """INSERT OR IGNORE INTO gb_session_edges(dataset_id, session_id, edge_id)
+                   SELECT dataset_id, ?, id FROM gb_edges WHERE id = ?""",
+                (session_id, edge_id),
+            )
+
+
+def close_edge(
+    conn: apsw.Connection,
+    edge_id: int,
+    invalid_at: str | None,
+    expired_at: str | None = None,
+    by_edge_id: int | None = None,
+    reason: str | None = None,
+) -> bool:
+    """Close a current fact: it stopped holding at `invalid_at` (the new fact's valid_at)
+    and the graph learnt so at `expired_at` (default now). Returns False, changing
+    nothing, when the edge was already closed."""
+    changed = write(
+        conn,
+        """UPDATE gb_edges SET invalid_at = ?, expired_at = ?, invalidated_by_edge_id = ?,
+               invalidation_reason = ?
+           WHERE id = ? AND expired_at IS NULL""",
+        (invalid_at, expired_at or now_iso(), by_edge_id, reason, edge_id),
+    )
+    if changed:
+        return True
+    if get_edge(conn, edge_id) is None:
+        raise NotFound(f"no edge with id {edge_id}")
+    return False
+
+
+def entity_exact(
+    conn: apsw.Connection, dataset_id: int, name: str, type: str = ""
+) -> dict[str, Any] | None:
+    """The entity with the same normalized name and type, if any (resolved without LLM)."""
+    return query_one(
+        conn,
+        "SELECT * FROM gb_entities WHERE dataset_id = ? AND name_norm = ? AND type = ?",
+        (dataset_id, normalize_name(name), type),
+    )
+
+
+def entity_candidates_fts(
+    conn: apsw.Connection, dataset_id: int, name: str, limit: int = 10
+) -> list[dict[str, Any]]:
+    """Entities whose name shares words with `name`, best bm25 first (each row has `rank`).
+
+    Any text is safe here: it is reduced to quoted words (see fts.fts_query).
+    """
+    match = fts_query(name, column="name")
+    if match is None or limit <= 0:
+        return []
+    return query(
+        conn,
+        """SELECT e.*, f.rank AS rank FROM gb_fts_entities f JOIN gb_entities e ON e.id = f.rowid
+           WHERE gb_fts_entities MATCH ? AND f.dataset_id = ?
+           ORDER BY f.rank LIMIT ?""",
+        (match, dataset_id, limit),
+    )
+
+
+def current_edges_touching(
+    conn: apsw.Connection, dataset_id: int, entity_ids: Iterable[int]
+) -> list[dict[str, Any]]:
+    """Current facts (neither invalid nor expired) with either end among `entity_ids`:
+    the candidates an extracted edge is compared against (R4)."""
+    return query(
+        conn,
+        """SELECT * FROM gb_edges
+           WHERE dataset_id = :d AND invalid_at IS NULL AND expired_at IS NULL
+             AND (source_entity_id IN (SELECT value FROM json_each(:ids))
+                  OR target_entity_id IN (SELECT value FROM json_each(:ids)))
+           ORDER BY id""",
+        {"d": dataset_id, "ids": _ids(entity_ids)},
+    )
+
+
+def entities_for_artifacts(
+    conn: apsw.Connection, artifact_ids: Iterable[int]
+) -> list[dict[str, Any]]:
+    """Entities linked to any of these artifacts, each once, in id order."""
+    return query(
+        conn,
+        """SELECT * FROM gb_entities WHERE id IN (
+               SELECT entity_id FROM gb_entity_artifacts
+               WHERE artifact_id IN (SELECT value FROM json_each(?)))
+           ORDER BY id""",
+        (_ids(artifact_ids),),
+    )
+
+
+def edges_for_artifacts(conn: apsw.Connection, artifact_ids: Iterable[int]) -> list[dict[str, Any]]:
+    """Edges linked to any of these artifacts, each once, with their endpoints' names."""
+    return query(
+        conn,
+        """SELECT g.*, s.name AS source_name, t.name AS target_name FROM gb_edges g
+           JOIN gb_entities s ON s.id = g.source_entity_id
+           JOIN gb_entities t ON t.id = g.target_entity_id
+           WHERE g.id IN (SELECT edge_id FROM gb_edge_artifacts
+                          WHERE artifact_id IN (SELECT value FROM json_each(?)))
+           ORDER BY g.id""",
+        (_ids(artifact_ids),),
+    )

@@ -1,0 +1,138 @@
+"""The record of every LLM call (gb_models, gb_inferences), and answers kept for reuse.
+
+R11: an answer is stored with a hash of its request, so a rerun after a failure finds
+it (find_answer) instead of paying for the same call again. The caller computes the
+hash over what decides the answer (model, messages, schema, settings), never over an
+API key or a header, and nothing secret is stored here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import apsw
+
+from gligabao.store.db import query, query_one, scalar, transaction
+
+__all__ = [
+    "REASONING_LEVELS",
+    "CachedAnswer",
+    "find_answer",
+    "get_inference",
+    "list_inferences",
+    "model_id",
+    "record_inference",
+]
+
+REASONING_LEVELS = ("none", "low", "medium", "high")
+
+
+class CachedAnswer(NamedTuple):
+    inference_id: int
+    answer: str
+    model_name: str
+
+
+def model_id(conn: apsw.Connection, name: str) -> int:
+    """The id of a model name as the API reported it, registering it the first time."""
+    if not name:
+        raise ValueError("a model name cannot be empty")
+    with transaction(conn):
+        conn.execute("INSERT OR IGNORE INTO gb_models(name) VALUES (?)", (name,))
+        return int(scalar(conn, "SELECT id FROM gb_models WHERE name = ?", (name,)))
+
+
+def record_inference(
+    conn: apsw.Connection,
+    *,
+    stage: str,
+    model: str,
+    reasoning: str = "none",
+    input_tokens: int = 0,
+    output_tokens: int = 0,
+    cached_tokens: int = 0,
+    cost: float | None = None,
+    duration_ms: int | None = None,
+    request_hash: str | None = None,
+    answer: str | None = None,
+    dataset_id: int | None = None,
+    created_at: str | None = None,
+) -> int:
+    """Insert one inference row; returns its id. `cost` is None when no price is known."""
+    if reasoning not in REASONING_LEVELS:
+        raise ValueError(
+            f"reasoning must be one of {', '.join(REASONING_LEVELS)}, not {reasoning!r}"
+        )
+    with transaction(conn):
+        mid = model_id(conn, model)
+        conn.execute(
+            """INSERT INTO gb_inferences(stage, model_id, reasoning, input_tokens,
+                   output_tokens, cached_tokens, cost, duration_ms, request_hash, answer,
+                   dataset_id, created_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
+                       coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))""",
+            (
+                stage,
+                mid,
+                reasoning,
+                input_tokens,
+                output_tokens,
+                cached_tokens,
+                cost,
+                duration_ms,
+                request_hash,
+                answer,
+                dataset_id,
+                created_at,
+            ),
+        )
+        return conn.last_insert_rowid()
+
+
+def find_answer(conn: apsw.Connection, request_hash: str) -> CachedAnswer | None:
+    """The latest stored answer to a request with this hash, if any."""
+    row = query_one(
+        conn,
+        """SELECT i.id, i.answer, m.name FROM gb_inferences i JOIN gb_models m ON m.id = i.model_id
+           WHERE i.request_hash = ? AND i.answer IS NOT NULL ORDER BY i.id DESC LIMIT 1""",
+        (request_hash,),
+    )
+    return None if row is None else CachedAnswer(row["id"], row["answer"], row["name"])
+
+
+_COLUMNS = """i.id, i.stage, m.name AS model, i.reasoning, i.input_tokens, i.output_tokens,
+    i.cached_tokens, i.cost, i.duration_ms, i.created_at, i.request_hash, i.dataset_id"""
+
+
+def get_inference(conn: apsw.Connection, inference_id: int) -> dict[str, Any] | None:
+    """One inference with its model name and answer."""
+    return query_one(
+        conn,
+        f"""SELECT {_COLUMNS}, i.answer FROM gb_inferences i
+            JOIN gb_models m ON m.id = i.model_id WHERE i.id = ?""",
+        (inference_id,),
+    )
+
+
+def list_inferences(
+    conn: apsw.Connection,
+    limit: int = 50,
+    stage: str | None = None,
+    *,
+    dataset_id: int | None = None,
+) -> list[dict[str, Any]]:
+    """The latest inferences first, with the model's name (answers left out: they are long)."""
+    where, params = [], []
+    if stage is not None:
+        where.append("i.stage = ?")
+        params.append(stage)
+    if dataset_id is not None:
+        where.append("i.dataset_id = ?")
+        params.append(dataset_id)
+    clause = ("WHERE " + " AND ".join(where)) if where else ""
+    return query(
+        conn,
+        f"""SELECT {_COLUMNS} FROM gb_inferences i JOIN gb_models m ON m.id = i.model_id
+            {clause} ORDER BY i.id DESC LIMIT ?""",
+        [*params, limit],
+    )

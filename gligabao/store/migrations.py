@@ -1,0 +1,236 @@
+"""Versioned schema migrations, applied on open.
+
+`MIGRATIONS[n - 1]` takes the schema from version n - 1 to n. Each step runs in its own
+transaction that also records it in `gb_migrations` and sets `PRAGMA user_version`, so a
+crash leaves the file at a whole version. Never edit a released step: append a new one.
+
+The per-dataset sqlite-vec tables are not here: their dimension is only known once a
+dataset's embedding model is set (see vectors.ensure_vector_tables).
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from gligabao.store.db import SchemaTooNew, now_iso, scalar, transaction
+
+_NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
+_FTS = "tokenize = 'porter unicode61 remove_diacritics 2'"
+
+_V1 = f"""
+CREATE TABLE gb_migrations (
+    version    INTEGER PRIMARY KEY,
+    applied_at TEXT NOT NULL
+);
+
+CREATE TABLE gb_datasets (
+    id                   INTEGER PRIMARY KEY,
+    name                 TEXT NOT NULL UNIQUE CHECK (name <> ''),
+    embedding_model      TEXT,
+    embedding_dimensions INTEGER CHECK (embedding_dimensions IS NULL OR embedding_dimensions > 0),
+    created_at           TEXT NOT NULL DEFAULT {_NOW}
+);
+
+CREATE TABLE gb_models (
+    id   INTEGER PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE
+);
+
+-- One row per LLM call. request_hash + answer let a rerun reuse a paid answer (R11);
+-- no API key or header is ever stored here.
+CREATE TABLE gb_inferences (
+    id            INTEGER PRIMARY KEY,
+    stage         TEXT NOT NULL,
+    model_id      INTEGER NOT NULL REFERENCES gb_models(id),
+    reasoning     TEXT NOT NULL DEFAULT 'none'
+                  CHECK (reasoning IN ('none', 'low', 'medium', 'high')),
+    input_tokens  INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_tokens INTEGER NOT NULL DEFAULT 0,
+    cost          REAL,
+    duration_ms   INTEGER,
+    created_at    TEXT NOT NULL DEFAULT {_NOW},
+    request_hash  TEXT,
+    answer        TEXT,
+    dataset_id    INTEGER REFERENCES gb_datasets(id) ON DELETE SET NULL
+);
+CREATE INDEX gb_inferences_request_hash ON gb_inferences(request_hash);
+
+-- Documents (parent_id NULL), their chunks (children, same kind) and the chunks'
+-- summaries (kind 'chunk_summary', children of the chunk).
+CREATE TABLE gb_artifacts (
+    id             INTEGER PRIMARY KEY,
+    dataset_id     INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    kind           TEXT NOT NULL CHECK (kind <> ''),
+    session_id     TEXT,
+    valid_at       TEXT NOT NULL,
+    created_at     TEXT NOT NULL DEFAULT {_NOW},
+    parent_id      INTEGER REFERENCES gb_artifacts(id) ON DELETE CASCADE,
+    text           TEXT NOT NULL,
+    chunk_index    INTEGER CHECK (chunk_index IS NULL OR chunk_index >= 0),
+    start_offset   INTEGER,
+    end_offset     INTEGER,
+    tokens         INTEGER,
+    inference_id   INTEGER REFERENCES gb_inferences(id) ON DELETE SET NULL,
+    query          TEXT,
+    series_id      TEXT,
+    source         TEXT,
+    content_sha256 TEXT,
+    reference_time TEXT,
+    mode           TEXT,
+    overlap_tokens INTEGER,
+    section        TEXT,
+    anchor         TEXT,
+    context        TEXT,
+    chunk_count    INTEGER,
+    settings       TEXT,
+    status         TEXT CHECK (status IS NULL OR status IN ('storing', 'complete')),
+    pending        TEXT NOT NULL DEFAULT '',
+    superseded_by  INTEGER REFERENCES gb_artifacts(id) ON DELETE SET NULL,
+    CHECK (start_offset IS NULL OR end_offset IS NULL OR end_offset >= start_offset)
+);
+CREATE INDEX gb_artifacts_parent ON gb_artifacts(parent_id);
+CREATE INDEX gb_artifacts_sha ON gb_artifacts(dataset_id, content_sha256);
+CREATE INDEX gb_artifacts_source ON gb_artifacts(dataset_id, source);
+CREATE INDEX gb_artifacts_superseded_by ON gb_artifacts(superseded_by);
+-- A resumed document must never get a chunk or a summary twice.
+CREATE UNIQUE INDEX gb_artifacts_chunk_once ON gb_artifacts(parent_id, chunk_index)
+    WHERE chunk_index IS NOT NULL;
+CREATE UNIQUE INDEX gb_artifacts_summary_once ON gb_artifacts(parent_id)
+    WHERE kind = 'chunk_summary';
+
+CREATE TABLE gb_entities (
+    id         INTEGER PRIMARY KEY,
+    dataset_id INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    name       TEXT NOT NULL,
+    type       TEXT NOT NULL DEFAULT '',
+    summary    TEXT NOT NULL DEFAULT '',
+    name_norm  TEXT NOT NULL,
+    created_at TEXT NOT NULL DEFAULT {_NOW},
+    UNIQUE (dataset_id, name_norm, type)
+);
+
+CREATE TABLE gb_edges (
+    id                     INTEGER PRIMARY KEY,
+    dataset_id             INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    source_entity_id       INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    target_entity_id       INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    relation               TEXT NOT NULL,
+    fact                   TEXT NOT NULL,
+    valid_at               TEXT,
+    invalid_at             TEXT,
+    created_at             TEXT NOT NULL DEFAULT {_NOW},
+    expired_at             TEXT,
+    artifact_id            INTEGER REFERENCES gb_artifacts(id) ON DELETE SET NULL,
+    invalidated_by_edge_id INTEGER REFERENCES gb_edges(id) ON DELETE SET NULL,
+    invalidation_reason    TEXT
+);
+CREATE INDEX gb_edges_source ON gb_edges(source_entity_id);
+CREATE INDEX gb_edges_target ON gb_edges(target_entity_id);
+CREATE INDEX gb_edges_artifact ON gb_edges(artifact_id);
+CREATE INDEX gb_edges_invalidated_by ON gb_edges(invalidated_by_edge_id);
+
+-- Provenance: to the chunk an entity or edge was extracted from (or to the artifact
+-- itself for a short text that was not chunked).
+CREATE TABLE gb_entity_artifacts (
+    entity_id   INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    artifact_id INTEGER NOT NULL REFERENCES gb_artifacts(id) ON DELETE CASCADE,
+    PRIMARY KEY (entity_id, artifact_id)
+) WITHOUT ROWID;
+CREATE INDEX gb_entity_artifacts_artifact ON gb_entity_artifacts(artifact_id);
+
+CREATE TABLE gb_edge_artifacts (
+    edge_id     INTEGER NOT NULL REFERENCES gb_edges(id) ON DELETE CASCADE,
+    artifact_id INTEGER NOT NULL REFERENCES gb_artifacts(id) ON DELETE CASCADE,
+    PRIMARY KEY (edge_id, artifact_id)
+) WITHOUT ROWID;
+CREATE INDEX gb_edge_artifacts_artifact ON gb_edge_artifacts(artifact_id);
+
+CREATE TABLE gb_session_entities (
+    dataset_id INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    session_id TEXT NOT NULL,
+    entity_id  INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    PRIMARY KEY (dataset_id, session_id, entity_id)
+) WITHOUT ROWID;
+CREATE INDEX gb_session_entities_entity ON gb_session_entities(entity_id);
+
+CREATE TABLE gb_session_edges (
+    dataset_id INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    session_id TEXT NOT NULL,
+    edge_id    INTEGER NOT NULL REFERENCES gb_edges(id) ON DELETE CASCADE,
+    PRIMARY KEY (dataset_id, session_id, edge_id)
+) WITHOUT ROWID;
+CREATE INDEX gb_session_edges_edge ON gb_session_edges(edge_id);
+
+-- Keyword indexes. rowid = the id of the row indexed, so a delete is by rowid.
+-- gb_fts_artifacts holds a chunk's text as embedded (context included), a summary, or
+-- an unchunked document; it is written explicitly (artifacts.index_artifact_text).
+CREATE VIRTUAL TABLE gb_fts_artifacts USING fts5(
+    text, kind UNINDEXED, dataset_id UNINDEXED, {_FTS}
+);
+CREATE VIRTUAL TABLE gb_fts_entities USING fts5(
+    name, summary, dataset_id UNINDEXED, {_FTS}
+);
+CREATE VIRTUAL TABLE gb_fts_edges USING fts5(
+    fact, dataset_id UNINDEXED, {_FTS}
+);
+
+-- Triggers keep the keyword index in step with any delete (cascades fire them too),
+-- and with entities and edges on insert and update.
+CREATE TRIGGER gb_artifacts_fts_delete AFTER DELETE ON gb_artifacts BEGIN
+    DELETE FROM gb_fts_artifacts WHERE rowid = old.id;
+END;
+CREATE TRIGGER gb_entities_fts_insert AFTER INSERT ON gb_entities BEGIN
+    INSERT INTO gb_fts_entities(rowid, name, summary, dataset_id)
+    VALUES (new.id, new.name, new.summary, new.dataset_id);
+END;
+CREATE TRIGGER gb_entities_fts_update AFTER UPDATE OF name, summary ON gb_entities BEGIN
+    UPDATE gb_fts_entities SET name = new.name, summary = new.summary WHERE rowid = new.id;
+END;
+CREATE TRIGGER gb_entities_fts_delete AFTER DELETE ON gb_entities BEGIN
+    DELETE FROM gb_fts_entities WHERE rowid = old.id;
+END;
+CREATE TRIGGER gb_edges_fts_insert AFTER INSERT ON gb_edges BEGIN
+    INSERT INTO gb_fts_edges(rowid, fact, dataset_id) VALUES (new.id, new.fact, new.dataset_id);
+END;
+CREATE TRIGGER gb_edges_fts_update AFTER UPDATE OF fact ON gb_edges BEGIN
+    UPDATE gb_fts_edges SET fact = new.fact WHERE rowid = new.id;
+END;
+CREATE TRIGGER gb_edges_fts_delete AFTER DELETE ON gb_edges BEGIN
+    DELETE FROM gb_fts_edges WHERE rowid = old.id;
+END;
+"""
+
+MIGRATIONS: list[str] = [_V1]
+
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def schema_version(conn: apsw.Connection) -> int:
+    return int(scalar(conn, "PRAGMA user_version"))
+
+
+def migrate(conn: apsw.Connection) -> int:
+    """Apply the steps the file lacks; return the version it is at afterwards."""
+    path = getattr(conn, "path", conn.filename)
+    current = schema_version(conn)
+    if current > SCHEMA_VERSION:
+        raise SchemaTooNew(path, current, SCHEMA_VERSION)
+    # Reading first means an up-to-date file is opened without taking the write lock.
+    while current < SCHEMA_VERSION:
+        with transaction(conn):
+            # Re-read under the lock: another process may have migrated meanwhile.
+            current = schema_version(conn)
+            if current > SCHEMA_VERSION:
+                raise SchemaTooNew(path, current, SCHEMA_VERSION)
+            if current == SCHEMA_VERSION:
+                break
+            target = current + 1
+            conn.execute(MIGRATIONS[current])
+            conn.execute(
+                "INSERT INTO gb_migrations(version, applied_at) VALUES (?, ?)",
+                (target, now_iso()),
+            )
+            conn.execute(f"PRAGMA user_version = {target}")
+        current = target
+    return current

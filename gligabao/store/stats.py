@@ -1,0 +1,53 @@
+"""Counts for `gb stats` (SPEC Q1): what the file holds, for one dataset or all."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import apsw
+
+from gligabao.store.db import query_one
+
+__all__ = ["Stats", "stats"]
+
+
+@dataclass(frozen=True)
+class Stats:
+    documents: int  # parent artifacts (superseded ones included)
+    chunks: int
+    summaries: int
+    entities: int
+    edges_valid: int  # current facts: neither invalid nor expired
+    edges_closed: int
+    inferences: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost: float | None  # None when no inference had a known price
+
+
+_SQL = """
+SELECT
+  (SELECT count(*) FROM gb_artifacts WHERE parent_id IS NULL {a}) AS documents,
+  (SELECT count(*) FROM gb_artifacts
+    WHERE parent_id IS NOT NULL AND kind <> 'chunk_summary' {a}) AS chunks,
+  (SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary' {a}) AS summaries,
+  (SELECT count(*) FROM gb_entities WHERE 1 {a}) AS entities,
+  (SELECT count(*) FROM gb_edges
+    WHERE invalid_at IS NULL AND expired_at IS NULL {a}) AS edges_valid,
+  (SELECT count(*) FROM gb_edges
+    WHERE (invalid_at IS NOT NULL OR expired_at IS NOT NULL) {a}) AS edges_closed,
+  i.n AS inferences, i.input_tokens, i.output_tokens, i.cached_tokens, i.cost
+FROM (SELECT count(*) AS n, coalesce(sum(input_tokens), 0) AS input_tokens,
+             coalesce(sum(output_tokens), 0) AS output_tokens,
+             coalesce(sum(cached_tokens), 0) AS cached_tokens, sum(cost) AS cost
+      FROM gb_inferences WHERE 1 {a}) AS i
+"""
+
+
+def stats(conn: apsw.Connection, dataset_id: int | None = None) -> Stats:
+    """Counts for a dataset (inferences recorded against it), or for the whole file."""
+    where = "" if dataset_id is None else "AND dataset_id = :d"
+    row = query_one(conn, _SQL.format(a=where), {"d": dataset_id})
+    assert row is not None
+    return Stats(**row)

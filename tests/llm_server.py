@@ -1,0 +1,1001 @@
+"""A small deterministic OpenAI-compatible HTTP server for tests and benchmarks.
+
+Standard library only. It answers the endpoints `gb` uses (chat completions, embeddings,
+models) with answers shaped exactly as the OpenAI API's, so the real ``openai`` client parses
+them, and it can inject faults (rate limits, server errors, timeouts, broken answers), add
+latency, and imitate a local server without JSON-schema structured output (SPEC R10).
+
+Usage from tests::
+
+    with LLMServer() as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="sk-test", max_retries=0)
+        server.latency = 0.25
+        server.add_fault(Fault(kind="429", stage="summarize_chunk", match="Chunk seven"))
+        ...
+        server.calls("summarize_chunk")
+
+From a shell (benchmarks, manual use)::
+
+    python -m tests.llm_server --port 8765 [--latency 0.3] [--no-structured-outputs]
+
+Chat answers are decided by the request's stage: ``response_format.json_schema.name`` when
+the request asks for a JSON schema, otherwise inferred from tags in the last user message
+(``<items>`` resolve, ``<document>`` + ``<chunk>`` contextualize_chunk, ``<chunk>``
+summarize_chunk, ``<text>`` extract_graph). Every answer is a deterministic function of the
+request (only ids, ``created`` and ``cached_tokens`` depend on what came before).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import hashlib
+import json
+import math
+import re
+import socket
+import struct
+import sys
+import threading
+import time
+import traceback
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+__all__ = [
+    "DATE_SUFFIX",
+    "FAULT_KINDS",
+    "STAGES",
+    "Fault",
+    "Headers",
+    "LLMServer",
+    "RecordedRequest",
+    "answer_model",
+    "embed_text",
+]
+
+#: Chat stages the server knows; "embed" is the stage of every embeddings request.
+STAGES = ("extract_graph", "summarize_chunk", "contextualize_chunk", "resolve")
+EMBED_STAGE = "embed"
+FAULT_KINDS = (
+    "429",
+    "500",
+    "503",
+    "timeout",
+    "malformed",
+    "truncated",
+    "empty",
+    "invalid",
+    "badjson_body",
+)
+DATE_SUFFIX = "-2024-07-18"
+DEFAULT_DIMENSIONS = 1536
+MAX_DIMENSIONS = 8192
+MODELS = ("gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "text-embedding-3-large")
+
+_DATED = re.compile(r"(?:-\d{4}-\d{2}-\d{2}|-\d{8}|-\d{4})$")
+_WORD = re.compile(r"\w+")
+_ENTITY = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)*\b")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+_LOWER_WORD = re.compile(r"\b[a-z]+\b")
+_STOP = frozenset(
+    """The A An This That These Those It Its In On At By For From To Of With And But Or So If
+    When While Then There Here After Before Since Until As He She They We I You His Her Their
+    Our My Your Yes No Not All Some Each Every Also However Meanwhile Later Today Yesterday
+    Tomorrow""".split()  # noqa: SIM905
+)
+
+
+def answer_model(requested: str) -> str:
+    """The model name the server answers with: the requested one with a dated suffix."""
+    return requested if _DATED.search(requested) else requested + DATE_SUFFIX
+
+
+def _ceil4(n: int) -> int:
+    return math.ceil(n / 4)
+
+
+# --------------------------------------------------------------------------- embeddings
+
+
+def embed_text(text: str, dimensions: int = DEFAULT_DIMENSIONS) -> list[float]:
+    """Deterministic unit vector: a hashed bag of lowercase words (two signed coordinates
+    per word, blake2b), L2-normalised. Texts sharing words get similar vectors; a text
+    without words gets a fixed unit vector (all coordinates equal)."""
+    vec = [0.0] * dimensions
+    for word in _WORD.findall(text.lower()):
+        digest = hashlib.blake2b(word.encode("utf-8"), digest_size=16).digest()
+        for k in (0, 8):
+            chunk = int.from_bytes(digest[k : k + 8], "little")
+            index = (chunk >> 1) % dimensions
+            vec[index] += 1.0 if chunk & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vec))
+    if norm == 0.0:
+        return [1.0 / math.sqrt(dimensions)] * dimensions
+    return [x / norm for x in vec]
+
+
+def _b64_floats(vec: list[float]) -> str:
+    return base64.b64encode(struct.pack(f"<{len(vec)}f", *vec)).decode("ascii")
+
+
+# --------------------------------------------------------------------------- stage answers
+
+
+def _tag(text: str, name: str) -> str | None:
+    m = re.search(rf"<{name}(?:\s[^>]*)?>(.*)</{name}>", text, re.DOTALL)
+    if m:
+        return m.group(1)
+    m = re.search(rf"<{name}(?:\s[^>]*)?>(.*)", text, re.DOTALL)  # unclosed tag: to the end
+    return m.group(1) if m else None
+
+
+def _has_tag(text: str, name: str) -> bool:
+    return re.search(rf"<{name}(?:\s[^>]*)?>", text) is not None
+
+
+def _entity_runs(text: str) -> list[tuple[str, int, int]]:
+    """Capitalised-word runs with leading stop words stripped: (name, start, end)."""
+    runs = []
+    for m in _ENTITY.finditer(text):
+        words = list(re.finditer(r"[A-Z][a-z]+", m.group(0)))
+        while words and words[0].group(0) in _STOP:
+            words.pop(0)
+        if not words:
+            continue
+        start = m.start() + words[0].start()
+        end = m.start() + words[-1].end()
+        name = " ".join(w.group(0) for w in words)
+        runs.append((name, start, end))
+    return runs
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_SPLIT.split(text) if s and s.strip()]
+
+
+def extract_graph(text: str) -> dict[str, Any]:
+    entities: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for name, _, _ in _entity_runs(text):
+        if name not in seen:
+            seen.add(name)
+            entities.append({"name": name, "type": "Entity", "summary": "Mentioned in the text."})
+        if len(entities) == 20:
+            break
+    edges: list[dict[str, Any]] = []
+    for sentence in _sentences(text):
+        found: list[tuple[str, int, int]] = []
+        for run in _entity_runs(sentence):
+            if all(run[0] != f[0] for f in found):
+                found.append(run)
+            if len(found) == 2:
+                break
+        if len(found) < 2:
+            continue
+        (a, _, a_end), (b, b_start, _) = found
+        between = sentence[a_end:b_start] if b_start >= a_end else ""
+        words = _LOWER_WORD.findall(between)[:3]
+        relation = "_".join(words).upper() if words else "RELATED_TO"
+        date = _DATE.search(sentence)
+        edges.append(
+            {
+                "source": a,
+                "target": b,
+                "relation": relation,
+                "fact": sentence,
+                "valid_at": f"{date.group(1)}T00:00:00Z" if date else None,
+                "invalid_at": None,
+            }
+        )
+        if len(edges) == 20:
+            break
+    return {"entities": entities, "edges": edges}
+
+
+def summarize_chunk(chunk: str) -> dict[str, Any]:
+    sentences = [" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+", chunk.strip())]
+    summary = " ".join(s for s in sentences[:2] if s)
+    return {"summary": summary[:400]}
+
+
+def contextualize_chunk(document: str) -> dict[str, Any]:
+    begins = " ".join(document.split()[:12])
+    return {"context": f"This chunk is part of a document that begins: {begins}."}
+
+
+def _same(a: Any, b: Any) -> bool:
+    return str(a or "").strip().casefold() == str(b or "").strip().casefold()
+
+
+def resolve(items: dict[str, Any]) -> dict[str, Any]:
+    entities = []
+    for ent in items.get("entities") or []:
+        name = str(ent.get("name") or "").strip().casefold()
+        dup = None
+        for cand in ent.get("candidates") or []:
+            cname = str(cand.get("name") or "").strip().casefold()
+            same_type = (
+                not ent.get("type") or not cand.get("type") or _same(ent["type"], cand["type"])
+            )
+            if name and cname and same_type and (name == cname or name in cname or cname in name):
+                dup = cand.get("id")
+                break
+        entities.append({"id": ent.get("id"), "duplicate_of": dup})
+    edges = []
+    for edge in items.get("edges") or []:
+        dup = None
+        contradicts = []
+        replaced = []
+        for cand in edge.get("candidates") or []:
+            same_source = _same(edge.get("source"), cand.get("source"))
+            same_relation = _same(edge.get("relation"), cand.get("relation"))
+            same_target = _same(edge.get("target"), cand.get("target"))
+            if same_source and same_relation and same_target:
+                if dup is None:
+                    dup = cand.get("id")
+            elif same_source and same_relation:
+                contradicts.append(cand.get("id"))
+                replaced.append(f"{cand.get('target')} replaced by {edge.get('target')}")
+        if replaced:
+            reason = "; ".join(replaced)
+        elif dup is not None:
+            reason = f"Restates fact {dup}"
+        else:
+            reason = "New fact"
+        edges.append(
+            {
+                "id": edge.get("id"),
+                "duplicate_of": dup,
+                "contradicts": contradicts,
+                "reason": reason,
+            }
+        )
+    return {"entities": entities, "edges": edges}
+
+
+# --------------------------------------------------------------------------- records, faults
+
+
+@dataclass
+class Fault:
+    """A fault to inject. Applies to requests whose stage equals ``stage`` (None: any; the
+    stage of an embeddings request is "embed") and whose text contains ``match`` (None: any),
+    for the next ``times`` matching requests (-1: forever). ``endpoint`` is "chat",
+    "embeddings" or "any"; a fault with stage "embed" applies to embeddings whatever it says.
+    ``hits`` counts how often it fired."""
+
+    kind: str
+    stage: str | None = None
+    match: str | None = None
+    times: int = 1
+    retry_after: float | None = None
+    endpoint: str = "chat"
+    hits: int = 0
+
+    def __post_init__(self) -> None:
+        self.kind = str(self.kind)
+        if self.kind not in FAULT_KINDS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; expected one of {FAULT_KINDS}")
+        if self.endpoint not in ("chat", "embeddings", "any"):
+            raise ValueError(f"unknown endpoint {self.endpoint!r}")
+
+    def applies(self, endpoint: str, stage: str | None, text: str) -> bool:
+        if self.times == 0:
+            return False
+        wanted = "embeddings" if self.stage == EMBED_STAGE else self.endpoint
+        if wanted != "any" and wanted != endpoint:
+            return False
+        if self.stage is not None and self.stage != stage:
+            return False
+        return self.match is None or self.match in text
+
+
+@dataclass
+class RecordedRequest:
+    """One request as it arrived. ``ended`` is None while it is being served; ``status`` is
+    the HTTP status sent (None until then, 0 when nothing was sent because the server stopped);
+    ``fault`` the injected fault kind, if any; ``headers`` a dict with lowercase keys whose
+    lookups ignore case; ``body`` the parsed JSON body (None when it was not JSON)."""
+
+    path: str
+    headers: Headers
+    body: Any
+    stage: str | None
+    started: float
+    ended: float | None = None
+    status: int | None = None
+    fault: str | None = None
+    method: str = "POST"
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.ended is None else self.ended - self.started
+
+
+class Headers(dict):
+    """Request headers with lowercase keys; lookups ignore case (``h["Authorization"]``)."""
+
+    def __init__(self, items: Any = ()):
+        super().__init__((str(k).lower(), v) for k, v in dict(items).items())
+
+    def __getitem__(self, key: str) -> str:
+        return super().__getitem__(key.lower())
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(key.lower() if isinstance(key, str) else key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return super().get(key.lower(), default)
+
+
+class _Reply(Exception):
+    """Raised inside request processing to send an error answer."""
+
+    def __init__(self, status: int, message: str, type_: str, code: str | None = None):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type_
+        self.code = code
+
+
+def _error_body(message: str, type_: str, code: str | None, param: str | None = None) -> bytes:
+    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    return json.dumps(body).encode("utf-8")
+
+
+def _content_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(
+            str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
+        )
+    return "" if content is None else str(content)
+
+
+# --------------------------------------------------------------------------- the server
+
+
+class _HTTPServer(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    block_on_close = False
+
+    def __init__(self, address: tuple[str, int], owner: LLMServer):
+        self.owner = owner
+        self.connections: set[socket.socket] = set()
+        self.connections_lock = threading.Lock()
+        super().__init__(address, _Handler)
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError, OSError)):
+            return  # a client that went away is not an error of the server
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "llm-test-server/1.0"
+    sys_version = ""
+    timeout = 120  # idle keep-alive connections end after this long
+    server: _HTTPServer
+
+    def setup(self) -> None:
+        super().setup()
+        with self.server.connections_lock:
+            self.server.connections.add(self.connection)
+
+    def finish(self) -> None:
+        with contextlib.suppress(OSError):
+            super().finish()
+        with self.server.connections_lock:
+            self.server.connections.discard(self.connection)
+
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except (ConnectionError, TimeoutError, OSError):
+            self.close_connection = True
+
+    def log_message(self, format: str, *args: Any) -> None:  # never print headers
+        pass
+
+    def do_GET(self) -> None:
+        self.server.owner._serve(self, "GET")
+
+    def do_POST(self) -> None:
+        self.server.owner._serve(self, "POST")
+
+    def do_PUT(self) -> None:
+        self.server.owner._serve(self, "PUT")
+
+    def do_DELETE(self) -> None:
+        self.server.owner._serve(self, "DELETE")
+
+
+class LLMServer:
+    """Deterministic OpenAI-compatible server on 127.0.0.1 (port 0: a free one), served by a
+    daemon thread. Use as a context manager, or call start() / stop().
+
+    Settable attributes: ``latency`` (seconds added to every request), ``structured_outputs``
+    (False imitates a server without JSON-schema support), ``timeout_sleep`` (how long a
+    "timeout" fault stalls), ``verbose`` (one line per request on stderr, never headers).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        latency: float = 0.0,
+        structured_outputs: bool = True,
+        verbose: bool = False,
+    ):
+        self.host = host
+        self._port = port
+        self.latency = latency
+        self.structured_outputs = structured_outputs
+        self.timeout_sleep = 5.0
+        self.verbose = verbose
+        self.faults: list[Fault] = []
+        self.requests: list[RecordedRequest] = []
+        self.max_in_flight = 0
+        self.in_flight = 0
+        self._lock = threading.Lock()
+        self._first_contents: list[str] = []
+        self._seq = 0
+        self._stopping = threading.Event()
+        self._httpd: _HTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # ---- lifecycle
+
+    def start(self) -> LLMServer:
+        if self._httpd is not None:
+            return self
+        self._stopping.clear()
+        self._httpd = _HTTPServer((self.host, self._port), self)
+        self._port = self._httpd.server_address[1]
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self._thread.name = f"llm-server-{self._port}"
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        httpd, self._httpd = self._httpd, None
+        if httpd is None:
+            return
+        self._stopping.set()  # wakes handlers sleeping for latency or a timeout fault
+        httpd.shutdown()
+        with httpd.connections_lock:
+            conns = list(httpd.connections)
+        for conn in conns:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        httpd.server_close()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    close = stop
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def serve_forever(self) -> None:
+        """Start and block until KeyboardInterrupt (for ``python -m tests.llm_server``)."""
+        self.start()
+        try:
+            while self._thread is not None and self._thread.is_alive():
+                self._thread.join(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.stop()
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self._port}/v1"
+
+    # ---- test helpers
+
+    def add_fault(self, fault: Fault) -> Fault:
+        with self._lock:
+            self.faults.append(fault)
+        return fault
+
+    def clear_faults(self) -> None:
+        with self._lock:
+            self.faults.clear()
+
+    def calls(self, stage: str | None = None, *, include_faults: bool = False) -> int:
+        """Requests answered for ``stage`` (None: any): by default those answered normally
+        (status 200, no fault injected); with include_faults=True every recorded request."""
+        with self._lock:
+            records = list(self.requests)
+        return sum(
+            1
+            for r in records
+            if (stage is None or r.stage == stage)
+            and (include_faults or (r.status == 200 and r.fault is None))
+        )
+
+    def requests_for(self, stage: str) -> list[RecordedRequest]:
+        with self._lock:
+            return [r for r in self.requests if r.stage == stage]
+
+    def reset(self) -> None:
+        """Clear faults, records, counters and the prompt-cache history; latency back to 0,
+        structured_outputs back to True, timeout_sleep back to 5.0."""
+        with self._lock:
+            self.faults.clear()
+            self.requests.clear()
+            self._first_contents.clear()
+            self.max_in_flight = self.in_flight
+            self.latency = 0.0
+            self.structured_outputs = True
+            self.timeout_sleep = 5.0
+
+    # ---- serving
+
+    def _serve(self, handler: _Handler, method: str) -> None:
+        started = time.monotonic()
+        path = handler.path.split("?", 1)[0]
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length > 0 else b""
+        record = RecordedRequest(
+            path=path,
+            headers=Headers(handler.headers.items()),
+            body=None,
+            stage=None,
+            started=started,
+            method=method,
+        )
+        with self._lock:
+            self.requests.append(record)
+            self.in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        status, headers, payload = 500, {}, b""
+        try:
+            status, headers, payload = self._process(method, path, raw, record)
+        except Exception as exc:  # a bug here: say so to the client and on stderr
+            traceback.print_exc()
+            status, headers = 500, {}
+            payload = _error_body(f"llm_server bug: {exc!r}", "server_error", "test_server_bug")
+        finally:
+            # Book-keeping happens before the answer goes out, so a client that has its answer
+            # sees its request counted.
+            with self._lock:
+                self.in_flight -= 1
+                record.ended = time.monotonic()
+                record.status = status
+            if self.verbose:
+                print(
+                    f"{method} {path} stage={record.stage} status={status} "
+                    f"fault={record.fault} {record.ended - started:.3f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        if status == 0:  # a timeout fault outlived the server: send nothing
+            handler.close_connection = True
+            return
+        self._send(handler, status, headers, payload)
+
+    @staticmethod
+    def _send(handler: _Handler, status: int, headers: dict[str, str], payload: bytes) -> None:
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            for key, value in headers.items():
+                handler.send_header(key, value)
+            handler.end_headers()
+            handler.wfile.write(payload)
+            handler.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+            handler.close_connection = True  # the client went away (e.g. it timed out)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep; False when the server is stopping."""
+        if seconds > 0:
+            return not self._stopping.wait(seconds)
+        return not self._stopping.is_set()
+
+    def _process(
+        self, method: str, path: str, raw: bytes, record: RecordedRequest
+    ) -> tuple[int, dict[str, str], bytes]:
+        with self._lock:
+            self._seq += 1
+            seq = self._seq
+        headers = {"x-request-id": f"req_test{seq:08d}", "openai-processing-ms": "1"}
+        if not self._sleep(float(self.latency or 0)):
+            return 0, headers, b""
+        try:
+            if method == "GET" and path.rstrip("/") == "/v1/models":
+                return 200, headers, json.dumps(self._models()).encode()
+            if method == "POST" and path.rstrip("/") in ("/v1/chat/completions", "/v1/embeddings"):
+                try:
+                    body = json.loads(raw.decode("utf-8"))
+                except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+                    raise _Reply(
+                        400,
+                        f"We could not parse the JSON body of your request ({exc})",
+                        "invalid_request_error",
+                    ) from None
+                record.body = body
+                if not isinstance(body, dict):
+                    raise _Reply(
+                        400, "The request body must be a JSON object", "invalid_request_error"
+                    )
+                if path.rstrip("/").endswith("/embeddings"):
+                    return self._embeddings(body, record, headers, seq)
+                return self._chat(body, record, headers, seq)
+            raise _Reply(
+                404,
+                f"Unknown request URL: {method} {path}. Please check the URL for typos.",
+                "invalid_request_error",
+                "unknown_url",
+            )
+        except _Reply as reply:
+            return reply.status, headers, _error_body(reply.message, reply.type, reply.code)
+
+    @staticmethod
+    def _models() -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [
+                {"id": m, "object": "model", "created": 1721172741, "owned_by": "system"}
+                for m in MODELS
+            ],
+        }
+
+    def _take_fault(self, endpoint: str, stage: str | None, text: str) -> Fault | None:
+        with self._lock:
+            for fault in self.faults:
+                if fault.applies(endpoint, stage, text):
+                    if fault.times > 0:
+                        fault.times -= 1
+                    fault.hits += 1
+                    return fault
+        return None
+
+    def _error_fault(
+        self, fault: Fault, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes] | None:
+        if fault.kind == "429":
+            retry = fault.retry_after if fault.retry_after is not None else 1
+            headers["Retry-After"] = f"{retry:g}" if isinstance(retry, float) else str(retry)
+            return (
+                429,
+                headers,
+                _error_body(
+                    "Rate limit reached for requests (test server). Please try again later.",
+                    "requests",
+                    "rate_limit_exceeded",
+                ),
+            )
+        if fault.kind == "500":
+            return (
+                500,
+                headers,
+                _error_body(
+                    "The server had an error while processing your request. Sorry about that!",
+                    "server_error",
+                    None,
+                ),
+            )
+        if fault.kind == "503":
+            return (
+                503,
+                headers,
+                _error_body(
+                    "The engine is currently overloaded, please try again later.",
+                    "server_error",
+                    "service_unavailable",
+                ),
+            )
+        if fault.kind == "badjson_body":
+            return 200, headers, b"<html><body>502 Bad Gateway (not JSON)</body></html>"
+        return None
+
+    # ---- chat
+
+    def _stage(self, body: dict[str, Any], messages: list[dict[str, Any]]) -> str:
+        fmt = body.get("response_format")
+        if isinstance(fmt, dict) and fmt.get("type") == "json_schema":
+            name = str((fmt.get("json_schema") or {}).get("name") or "")
+            if name not in STAGES:
+                raise _Reply(
+                    400,
+                    f"Unknown stage (response_format json_schema name {name!r})",
+                    "invalid_request_error",
+                    "unknown_stage",
+                )
+            return name
+        last_user = self._last_user(messages)
+        if _has_tag(last_user, "items"):
+            return "resolve"
+        if _has_tag(last_user, "chunk"):
+            everything = "\n".join(_content_text(m.get("content")) for m in messages)
+            return "contextualize_chunk" if _has_tag(everything, "document") else "summarize_chunk"
+        if _has_tag(last_user, "text"):
+            return "extract_graph"
+        raise _Reply(
+            400,
+            "Could not tell the stage: no response_format json_schema and no "
+            "<items>, <chunk> or <text> tag in the last user message",
+            "invalid_request_error",
+            "unknown_stage",
+        )
+
+    @staticmethod
+    def _last_user(messages: list[dict[str, Any]]) -> str:
+        for message in reversed(messages):
+            if message.get("role") == "user":
+                return _content_text(message.get("content"))
+        return ""
+
+    def _answer(self, stage: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        last_user = self._last_user(messages)
+        everything = "\n".join(_content_text(m.get("content")) for m in messages)
+
+        def find(tag: str) -> str:
+            for text in (last_user, everything):
+                found = _tag(text, tag)
+                if found is not None:
+                    return found
+            return last_user
+
+        if stage == "extract_graph":
+            return extract_graph(find("text"))
+        if stage == "summarize_chunk":
+            return summarize_chunk(find("chunk"))
+        if stage == "contextualize_chunk":
+            return contextualize_chunk(find("document"))
+        items_text = find("items").strip()
+        try:
+            items = json.loads(items_text)
+        except json.JSONDecodeError as exc:
+            raise _Reply(
+                400, f"resolve: the <items> block is not JSON ({exc})", "invalid_request_error"
+            ) from None
+        if not isinstance(items, dict):
+            raise _Reply(400, "resolve: <items> must hold a JSON object", "invalid_request_error")
+        return resolve(items)
+
+    def _cached_tokens(self, first: str) -> int:
+        with self._lock:
+            best = 0
+            for earlier in self._first_contents:
+                n = min(len(first), len(earlier))
+                if n <= best:
+                    continue
+                i = 0
+                while i < n and first[i] == earlier[i]:
+                    i += 1
+                best = max(best, i)
+            if first not in self._first_contents:
+                self._first_contents.append(first)
+        if best < 1024:
+            return 0
+        return (best - best % 128) // 4
+
+    def _chat(
+        self, body: dict[str, Any], record: RecordedRequest, headers: dict[str, str], seq: int
+    ) -> tuple[int, dict[str, str], bytes]:
+        messages = body.get("messages")
+        if (
+            not isinstance(messages, list)
+            or not messages
+            or not all(isinstance(m, dict) for m in messages)
+        ):
+            raise _Reply(
+                400,
+                "'messages' must be a non-empty array of objects",
+                "invalid_request_error",
+                "invalid_value",
+            )
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise _Reply(400, "you must provide a model parameter", "invalid_request_error")
+        if body.get("stream"):
+            raise _Reply(
+                400, "streaming is not supported by the test server", "invalid_request_error"
+            )
+        stage = self._stage(body, messages)
+        record.stage = stage
+        fmt = body.get("response_format")
+        wants_schema = isinstance(fmt, dict) and fmt.get("type") == "json_schema"
+        if wants_schema and not self.structured_outputs:
+            raise _Reply(
+                400,
+                "response_format json_schema is not supported",
+                "invalid_request_error",
+                "unsupported_parameter",
+            )
+
+        texts = [_content_text(m.get("content")) for m in messages]
+        fault = self._take_fault("chat", stage, "\n".join(texts) + "\n" + json.dumps(body))
+        if fault is not None:
+            record.fault = fault.kind
+            early = self._error_fault(fault, headers)
+            if early is not None:
+                return early
+            if fault.kind == "timeout" and not self._sleep(float(self.timeout_sleep)):
+                return 0, headers, b""
+
+        answer = self._answer(stage, messages)
+        content = json.dumps(answer, ensure_ascii=False)
+        finish = "stop"
+        if fault is not None and fault.kind == "malformed":
+            first_key = next(iter(answer), "entities")
+            content = '{"' + first_key + '": ['
+        elif fault is not None and fault.kind == "truncated":
+            content = content[: max(1, len(content) // 2)]
+            finish = "length"
+        elif fault is not None and fault.kind == "empty":
+            content = ""
+        elif fault is not None and fault.kind == "invalid":
+            content = json.dumps({"unexpected": True})
+        elif not self.structured_outputs:
+            content = "<think>reasoning here</think>\n```json\n" + content + "\n```"
+        limit = body.get("max_completion_tokens") or body.get("max_tokens")
+        if isinstance(limit, int) and limit > 0 and _ceil4(len(content)) > limit:
+            content = content[: limit * 4]
+            finish = "length"
+
+        prompt_tokens = _ceil4(sum(len(t) for t in texts))
+        completion_tokens = _ceil4(len(content))
+        cached = min(self._cached_tokens(texts[0]), prompt_tokens)
+        response = {
+            "id": f"chatcmpl-test{seq:08d}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": answer_model(model),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {
+                        "role": "assistant",
+                        "content": content,
+                        "refusal": None,
+                        "annotations": [],
+                    },
+                    "logprobs": None,
+                    "finish_reason": finish,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+                "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+                "completion_tokens_details": {
+                    "reasoning_tokens": 0,
+                    "audio_tokens": 0,
+                    "accepted_prediction_tokens": 0,
+                    "rejected_prediction_tokens": 0,
+                },
+            },
+            "service_tier": "default",
+            "system_fingerprint": "fp_test",
+        }
+        return 200, headers, json.dumps(response, ensure_ascii=False).encode("utf-8")
+
+    # ---- embeddings
+
+    def _embeddings(
+        self, body: dict[str, Any], record: RecordedRequest, headers: dict[str, str], seq: int
+    ) -> tuple[int, dict[str, str], bytes]:
+        record.stage = EMBED_STAGE
+        inputs = body.get("input")
+        if isinstance(inputs, str):
+            inputs = [inputs]
+        if (
+            not isinstance(inputs, list)
+            or not inputs
+            or not all(isinstance(i, str) for i in inputs)
+        ):
+            raise _Reply(
+                400,
+                "'input' must be a string or a non-empty array of strings",
+                "invalid_request_error",
+                "invalid_value",
+            )
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise _Reply(400, "you must provide a model parameter", "invalid_request_error")
+        dims = body.get("dimensions", DEFAULT_DIMENSIONS)
+        if dims is None:
+            dims = DEFAULT_DIMENSIONS
+        if isinstance(dims, bool) or not isinstance(dims, int) or not 1 <= dims <= MAX_DIMENSIONS:
+            raise _Reply(
+                400, f"Invalid 'dimensions': {dims!r}", "invalid_request_error", "invalid_value"
+            )
+        fmt = body.get("encoding_format") or "float"
+        if fmt not in ("float", "base64"):
+            raise _Reply(
+                400, f"Invalid 'encoding_format': {fmt!r}", "invalid_request_error", "invalid_value"
+            )
+
+        fault = self._take_fault(
+            "embeddings", EMBED_STAGE, "\n".join(inputs) + "\n" + json.dumps(body)
+        )
+        if fault is not None:
+            record.fault = fault.kind
+            early = self._error_fault(fault, headers)
+            if early is not None:
+                return early
+            if fault.kind == "timeout" and not self._sleep(float(self.timeout_sleep)):
+                return 0, headers, b""
+            if fault.kind in ("malformed", "invalid"):
+                return 200, headers, json.dumps({"unexpected": True}).encode()
+
+        data = []
+        for index, text in enumerate(inputs):
+            vec = embed_text(text, dims)
+            data.append(
+                {
+                    "object": "embedding",
+                    "index": index,
+                    "embedding": _b64_floats(vec) if fmt == "base64" else vec,
+                }
+            )
+        if fault is not None and fault.kind == "empty":
+            data = []
+        elif fault is not None and fault.kind == "truncated":
+            data = data[: len(data) // 2]
+        tokens = _ceil4(sum(len(t) for t in inputs))
+        response = {
+            "object": "list",
+            "data": data,
+            "model": model,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        return 200, headers, json.dumps(response).encode("utf-8")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m tests.llm_server",
+        description="Deterministic OpenAI-compatible test server (chat, embeddings, models).",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added to each call")
+    parser.add_argument(
+        "--no-structured-outputs",
+        action="store_true",
+        help="refuse response_format json_schema and wrap answers in <think> + code fences",
+    )
+    parser.add_argument("--verbose", action="store_true", help="one line per request on stderr")
+    args = parser.parse_args(argv)
+    server = LLMServer(
+        args.host,
+        args.port,
+        latency=args.latency,
+        structured_outputs=not args.no_structured_outputs,
+        verbose=args.verbose,
+    )
+    server.start()
+    print(server.base_url, flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""SPEC C5 as property tests: any Unicode text, any settings in range."""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gligabao.chunk import ESTIMATOR, ChunkSettings, cut, split_text
+from tests.chunk_checks import assert_invariants
+
+EXAMPLES = 500
+PROPERTY = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=bool(os.environ.get("CI")),
+)
+
+sizes = st.one_of(st.integers(32, 120), st.sampled_from([32, 64, 1024, 8000]))
+overlaps = st.one_of(st.integers(0, 50), st.sampled_from([0, 20, 50]))
+
+CJK = "的一是不了人我在有他这中大来上个国到说们为子和你地出道也时年得就那要下以生会自着去之过家学"
+EMOJI = ["👩‍👩‍👧", "🇫🇷", "👍🏽", "e\u0301", "n\u0303", "a\u0308\u0304", "🧑🏿‍🚀", "Z\u0336\u0337"]
+RTL = ["שלום", "עולם", "مرحبا", "بالعالم", "\u200f", "\u202e"]
+ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\ufeff", "\u2060"]
+SEPARATORS = [
+    " ",
+    "  ",
+    "\n",
+    "\r\n",
+    "\n\n",
+    "\r\n\r\n",
+    "\n \n",
+    "\t",
+    "\u3000",
+    ". ",
+    "! ",
+    "? ",
+    "… ",
+    "。",
+    "\n\n\n",
+]
+
+words = st.one_of(
+    st.from_regex(r"[A-Za-z]{1,14}", fullmatch=True),
+    st.from_regex(r"[0-9]{1,8}", fullmatch=True),
+    st.text(alphabet=CJK, min_size=1, max_size=12),
+    st.sampled_from(EMOJI + RTL + ZERO_WIDTH),
+    st.from_regex(r"[A-Za-z0-9+/]{40,400}={0,2}", fullmatch=True),
+    st.text(min_size=1, max_size=8),
+)
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> str:
+    """Texts shaped like documents: words, sentences, paragraphs, any script."""
+    parts = draw(st.lists(st.tuples(words, st.sampled_from(SEPARATORS)), min_size=1, max_size=400))
+    return "".join(w + s for w, s in parts)
+
+
+any_text = st.one_of(documents(), st.text(min_size=1, max_size=3000))
+
+
+@PROPERTY
+@given(text=any_text, chunk_size=sizes, overlap=overlaps)
+def test_every_chunk_is_an_exact_bounded_slice_and_nothing_is_lost(text, chunk_size, overlap):
+    chunks = split_text(text, chunk_size=chunk_size, overlap_percent=overlap)
+    assert_invariants(text, chunks, chunk_size, overlap)
+
+
+@PROPERTY
+@given(text=any_text, chunk_size=sizes, overlap=overlaps)
+def test_same_input_and_settings_give_the_same_chunks(text, chunk_size, overlap):
+    first = split_text(text, chunk_size=chunk_size, overlap_percent=overlap)
+    assert split_text(text, chunk_size=chunk_size, overlap_percent=overlap) == first
+
+
+@PROPERTY
+@given(text=any_text, chunk_size=sizes, overlap=overlaps)
+def test_a_text_is_chunked_exactly_when_it_is_larger_than_a_chunk(text, chunk_size, overlap):
+    result = cut(text, ChunkSettings(chunk_size=chunk_size, overlap_percent=overlap))
+    whole = split_text(text, chunk_size=chunk_size, overlap_percent=overlap)
+    if result.tokens <= chunk_size:
+        assert not result.chunked and result.chunks == []
+        assert len(whole) <= 1
+    else:
+        assert result.chunked and result.chunks == whole and len(whole) >= 2
+
+
+@PROPERTY
+@given(
+    text=st.text(alphabet=CJK + "。，\n", min_size=40, max_size=2000),
+    overlap=st.integers(0, 50),
+)
+def test_cjk_text_at_the_smallest_chunk(text, overlap):
+    chunks = split_text(text, chunk_size=32, overlap_percent=overlap)
+    assert_invariants(text, chunks, 32, overlap)
+
+
+@PROPERTY
+@given(
+    parts=st.lists(
+        st.sampled_from(EMOJI + ZERO_WIDTH + RTL + [" ", "\r\n", "\r\n\r\n"]),
+        min_size=20,
+        max_size=600,
+    ),
+    chunk_size=sizes,
+    overlap=overlaps,
+)
+def test_emoji_combining_marks_and_rtl(parts, chunk_size, overlap):
+    text = "".join(parts)
+    chunks = split_text(text, chunk_size=chunk_size, overlap_percent=overlap)
+    assert_invariants(text, chunks, chunk_size, overlap)
+
+
+def test_named_hard_cases_hold_the_invariants():
+    rng_words = "Alpha beta gamma. Delta epsilon! Zeta eta theta? "
+    cases = {
+        "cjk at 32 / 50%": ("".join(CJK[i % len(CJK)] for i in range(3000)) + "。" * 50, 32, 50),
+        "emoji + combining at 32 / 50%": (" ".join(EMOJI * 200), 32, 50),
+        "crlf paragraphs": ("\r\n\r\n".join(rng_words * 7 for _ in range(60)), 64, 20),
+        "200 KB base64 word": (
+            base64.b64encode(bytes(range(256)) * 600).decode()[:200_000],
+            1024,
+            20,
+        ),
+        "200 KB base64 word, small chunks": (
+            base64.b64encode(os.urandom(150_000)).decode(),
+            32,
+            50,
+        ),
+    }
+    for name, (text, size, overlap) in cases.items():
+        chunks = split_text(text, chunk_size=size, overlap_percent=overlap)
+        assert len(chunks) > 1, name
+        assert_invariants(text, chunks, size, overlap)
+
+
+@PROPERTY
+@given(text=st.one_of(st.text(max_size=400), documents()))
+def test_the_fast_estimator_counts_exactly_as_the_token_regex(text):
+    assert ESTIMATOR.count(text) == ESTIMATOR.count_slowly(text)
