@@ -108,3 +108,211 @@ def _shown_value(value: Any) -> str:
         cached = "" if value.cached_input is None else f", cached input ${value.cached_input:g}"
         return f"input ${value.input:g}, output ${value.output:g}{cached} per 1M tokens"
     return str(value)
+
+
+# --- the store ---------------------------------------------------------------
+
+
+def _table(title: str, *columns: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", expand=False)
+    for column in columns:
+        justify = "left" if column in _TEXT_COLUMNS else "right"
+        table.add_column(
+            column,
+            justify=justify,
+            no_wrap=column not in _TEXT_COLUMNS,
+            overflow="ellipsis",
+            max_width=60 if column in _TEXT_COLUMNS else None,
+        )
+    return table
+
+
+_TEXT_COLUMNS = {
+    "source",
+    "summary",
+    "name",
+    "fact",
+    "begins with",
+    "model",
+    "stage",
+    "kind",
+    "type",
+    "status",
+    "index",
+    "table",
+    "relation",
+    "created",
+    "pending",
+}
+
+
+def _row(table: Table, *values: Any) -> None:
+    """Cells as plain text: file names and fact texts may hold [brackets] rich would parse."""
+    table.add_row(*(Text(str(v)) for v in values))
+
+
+def _money(cost: float | None, priced: bool = True) -> str:
+    if cost is None or not priced:
+        return "unknown (no [prices] for the model)"
+    return f"${cost:.4f}"
+
+
+def remember_panel(source: str, outcome: Any) -> None:
+    from rich.panel import Panel
+
+    r = outcome.response
+    spend = outcome.spend
+    created = sum(1 for e in r["entities"] if e.get("created"))
+    new_edges = sum(1 for e in r["edges"] if e.get("created"))
+    lines = [
+        f"document   {r['artifact_id']}  ({outcome.status})",
+        f"chunks     {len(r['chunks']) if 'chunks' in r else 'not chunked'}",
+        f"entities   {len(r['entities'])} ({created} new)",
+        f"edges      {len(r['edges'])} ({new_edges} new), {len(r['invalidated_edges'])} closed",
+        "embedded   "
+        + ", ".join(
+            f"{r[f'embedded_{k}']} {k}" for k in ("entities", "edges", "chunks", "summaries")
+        ),
+        f"LLM        {spend.calls} calls ({spend.reused} answers reused), "
+        f"{spend.input_tokens:,} in / {spend.output_tokens:,} out tokens",
+        f"cost       {_money(spend.cost, spend.priced) if spend.calls else '$0'}",
+    ]
+    stdout.print(
+        Panel(Text("\n".join(lines)), title=Text(source), title_align="left", expand=False)
+    )
+
+
+def trajectory(steps: list[dict[str, Any]]) -> None:
+    for step in steps:
+        stdout.print(Text(f"{step['step']:<22} {step['message']}"))
+
+
+def document_view(doc: dict[str, Any]) -> None:
+    head = (
+        f"document {doc['id']}  kind {doc['kind']}  source {doc['source'] or '—'}  "
+        f"status {doc['status'] or '—'}  valid_at {doc['valid_at']}"
+    )
+    stdout.print(Text(head, style="bold"))
+    if doc["chunks"]:
+        table = _table("chunks", "#", "id", "start", "end", "tokens", "overlap", "summary")
+        for c in doc["chunks"]:
+            summary = c["summary"]["text"] if c["summary"] else "—"
+            _row(
+                table,
+                str(c["chunk_index"]),
+                str(c["id"]),
+                f"{c['start_offset']:,}",
+                f"{c['end_offset']:,}",
+                str(c["tokens"]),
+                str(c["overlap_tokens"]),
+                first_words(summary, 60),
+            )
+        stdout.print(table)
+    else:
+        stdout.print(Text(first_words(doc["text"], 200)))
+    if doc["entities"]:
+        table = _table("entities", "id", "name", "type")
+        for e in doc["entities"]:
+            _row(table, str(e["id"]), e["name"], e["type"])
+        stdout.print(table)
+    if doc["edges"]:
+        table = _table("edges", "id", "fact", "relation", "valid_at", "invalid_at")
+        for e in doc["edges"]:
+            _row(
+                table,
+                str(e["id"]),
+                e["fact"],
+                e["relation"],
+                e["valid_at"] or "—",
+                e["invalid_at"] or "—",
+            )
+        stdout.print(table)
+
+
+def documents_table(rows: list[dict[str, Any]]) -> None:
+    table = _table(
+        "documents", "id", "source", "kind", "chunks", "tokens", "status", "pending", "created"
+    )
+    for row in rows:
+        _row(
+            table,
+            str(row["id"]),
+            row["source"] or "—",
+            row["kind"],
+            f"{row['chunks_stored']}/{row['chunk_count'] or 0}",
+            f"{row['tokens'] or 0:,}",
+            row["status"] or "—",
+            row["pending"] or "—",
+            row["created_at"],
+        )
+    stdout.print(table)
+
+
+def forget_line(report: Any) -> None:
+    stdout.print(
+        Text(
+            f"forgot document {report.artifact_id}: {report.chunks} chunks, {report.summaries} "
+            f"summaries, {report.entities} entities, {report.edges} edges, {report.vectors} vectors"
+        )
+    )
+
+
+def stats_table(counts: Any) -> None:
+    table = _table("stats", "what", "count")
+    table.columns[0].justify = "left"
+    for name, value in (
+        ("documents", counts.documents),
+        ("chunks", counts.chunks),
+        ("summaries", counts.summaries),
+        ("entities", counts.entities),
+        ("edges valid", counts.edges_valid),
+        ("edges closed", counts.edges_closed),
+        ("inferences", counts.inferences),
+        ("input tokens", counts.input_tokens),
+        ("output tokens", counts.output_tokens),
+        ("cached tokens", counts.cached_tokens),
+    ):
+        _row(table, name, f"{value:,}")
+    _row(table, "cost", _money(counts.cost))
+    stdout.print(table)
+
+
+def vec_stats_table(dataset: str, rows: list[Any]) -> None:
+    table = _table(
+        f"vector indexes of dataset {dataset}", "table", "held", "should", "pending", "missing"
+    )
+    for row in rows:
+        _row(table, row.table, str(row.held), str(row.should), str(row.pending), str(row.missing))
+    stdout.print(table)
+
+
+def inferences_table(rows: list[dict[str, Any]]) -> None:
+    table = _table(
+        "inferences",
+        "id",
+        "stage",
+        "model",
+        "reasoning",
+        "in",
+        "out",
+        "cached",
+        "cost",
+        "ms",
+        "created",
+    )
+    for row in rows:
+        cost = "—" if row["cost"] is None else f"{row['cost']:.5f}"
+        _row(
+            table,
+            str(row["id"]),
+            row["stage"],
+            row["model"],
+            row["reasoning"],
+            str(row["input_tokens"]),
+            str(row["output_tokens"]),
+            str(row["cached_tokens"]),
+            cost,
+            str(row["duration_ms"] or "—"),
+            row["created_at"],
+        )
+    stdout.print(table)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 
 from gligabao import render
@@ -49,6 +51,10 @@ def chunk_preview(
         tokenizer=tokenizer,
     )
     settings = config.chunk_settings()
+    if not paths and sys.stdin.isatty():
+        # Nothing piped in: waiting on the terminal would look like a hang.
+        render.error("no input: name a PATH, or pipe text into `gb chunk-preview -`")
+        raise typer.Exit(int(ExitCode.USAGE))
     names = paths or [STDIN]
     failed = 0
     for name in names:

@@ -33,3 +33,25 @@ Paths = Annotated[
     Optional[list[str]],  # noqa: UP045
     typer.Argument(metavar="[PATH|-]...", help="Files to read; - reads standard input."),
 ]
+Db = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--db", help="The SQLite file (else GB_DB, config `database`, ./gligabao.db)."),
+]
+Dataset = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--dataset", help="Namespace of documents, graph and vectors (default: default)."),
+]
+Concurrency = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--concurrency", help="LLM requests in flight at once (default 8)."),
+]
+Trace = Annotated[
+    bool, typer.Option("--trace", help="Add the trajectory: every step, chunk by chunk.")
+]
+StageValues = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option(
+        help="STAGE=VALUE, repeatable; stages: extract_graph, summarize_chunk, "
+        "resolve, contextualize_chunk, default."
+    ),
+]

@@ -1,0 +1,677 @@
+"""The one door to the LLM: structured chat, embeddings, retries, a limiter, inference records.
+
+`LLM` wraps the ``openai`` async client (OpenAI or any OpenAI-compatible server). It does
+its own retries (the SDK's are off) so that a 429's Retry-After pauses every request of
+the run, not only the one that got it, and so that a server without JSON-schema output
+(SPEC R10) switches this instance to prompt mode instead of failing. Nothing here touches
+the database: each call returns an `Inference` the pipeline records, with `request_hash`
+so it can look up an answer it already paid for before calling again (R11).
+
+    LLMError(GbError)   a call failed: "<stage> (<model>): <cause>", never with a secret
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import hashlib
+import json
+import logging
+import math
+import os
+import random
+import re
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+import openai
+
+from gligabao.config import Config
+from gligabao.errors import ConfigError, GbError
+from gligabao.llm.prompts import ChatRequest
+from gligabao.llm.schema import SchemaMismatch, checked, parse_answer
+
+__all__ = [
+    "EMBED_STAGE",
+    "LLM",
+    "Answer",
+    "Embeddings",
+    "Inference",
+    "LLMError",
+    "scrub",
+]
+
+log = logging.getLogger("gligabao.llm")
+
+EMBED_STAGE = "embed"
+PLACEHOLDER_KEY = "no-key"  # local servers want some Authorization header, not a real key
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+# Reasoning tokens count against max_completion_tokens: without headroom a 512-token
+# summary at reasoning "high" would be cut off before it starts.
+REASONING_HEADROOM = {"none": 0, "low": 2048, "medium": 8192, "high": 16384}
+RETRY_AFTER_MAX = 120.0  # a longer Retry-After fails the call rather than hang a cron job
+ANSWER_RETRIES = 1  # a malformed, empty or off-schema answer is asked for once more
+_RETRY_STATUSES = frozenset({408, 409, 429})
+_REFUSALS = (
+    "not supported",
+    "unsupported",
+    "does not support",
+    "unrecognized",
+    "unknown parameter",
+    "extra inputs are not permitted",
+)
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class Inference:
+    """The record of one LLM or embeddings call (a gb_inferences row, less its ids)."""
+
+    stage: str
+    model: str  # as the API answered it (e.g. "gpt-4o-mini-2024-07-18")
+    requested_model: str
+    reasoning: str  # none | low | medium | high
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    cost: float | None  # USD; None when no price is known for the model
+    duration_ms: int  # the attempt that gave the answer (not queueing, not retries)
+    request_hash: str
+    answer: str | None  # the validated answer as JSON text; None for embeddings
+    attempts: int = 1
+
+
+@dataclass(frozen=True)
+class Answer:
+    value: dict[str, Any]
+    inference: Inference
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    vectors: list[list[float]]
+    inference: Inference
+
+
+class LLMError(GbError):
+    """An LLM or embeddings call failed. The message is one line, free of secrets."""
+
+    def __init__(
+        self,
+        stage: str,
+        model: str,
+        cause: str,
+        *,
+        status: int | None = None,
+        server_message: str = "",
+        server_code: str | None = None,
+        retryable: bool = False,
+        inference: Inference | None = None,
+    ) -> None:
+        super().__init__(f"{stage} ({model}): {cause}")
+        self.stage = stage
+        self.model = model
+        self.cause = cause
+        self.status = status  # the HTTP status, when the server answered with an error
+        self.server_message = server_message  # scrubbed
+        self.server_code = server_code  # the error's "code", e.g. "rate_limit_exceeded"
+        self.retryable = retryable
+        self.inference = inference  # tokens spent on a rejected answer, when known
+
+
+# ------------------------------------------------------------------ secrets
+
+
+def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
+    """`text` with every secret, bearer token and OpenAI-style key masked (R9)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "****")
+    text = re.sub(r"(?i)(bearer\s+)\S+", r"\1****", text)
+    return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-****", text)
+
+
+def _safe_url(url: str | None) -> str:
+    """A base URL fit for a log line: no user:password, no query string."""
+    if not url:
+        return DEFAULT_BASE_URL
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _one_line(text: str, limit: int = 300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _prompt_mode(request: ChatRequest) -> list[dict[str, str]]:
+    """R10: the schema goes into the system prompt when the server cannot enforce it."""
+    rule = (
+        "\n\nAnswer with one JSON object only, no prose and no code fences, matching this "
+        f"JSON schema (every property is required):\n{_dump(request.schema)}"
+    )
+    messages = [dict(m) for m in request.messages]
+    if messages and messages[0].get("role") == "system":
+        messages[0]["content"] = messages[0]["content"] + rule
+    else:
+        messages.insert(0, {"role": "system", "content": rule.strip()})
+    return messages
+
+
+# ------------------------------------------------------------------ failures
+
+
+@dataclass
+class _Failure:
+    head: str  # "HTTP 500", "timed out (limit 60 s)"
+    detail: str = ""  # the server's words, scrubbed
+    status: int | None = None
+    retryable: bool = False
+    retry_after: float | None = None
+    code: str | None = None
+
+    def cause(self, retries: int) -> str:
+        text = self.head
+        if retries:
+            text += f" after {retries} {'retry' if retries == 1 else 'retries'}"
+        return f"{text}: {self.detail}" if self.detail else text
+
+
+def _retry_after(headers: Any) -> float | None:
+    """Seconds to wait from Retry-After (seconds or an HTTP date) or retry-after-ms."""
+    if headers is None:
+        return None
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms:
+        try:
+            return max(float(raw_ms) / 1000, 0.0)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - time.time()
+    return max(seconds, 0.0) if math.isfinite(seconds) else None
+
+
+def _server_message(exc: openai.APIStatusError) -> tuple[str, str | None]:
+    """(message, code) from an error answer, whatever shape its body has."""
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error") or body.get("detail") or ""
+        code = body.get("code")
+        return str(message if isinstance(message, str) else json.dumps(message)), (
+            str(code) if code is not None else None
+        )
+    if isinstance(body, str | bytes) and body:
+        return (body.decode("utf-8", "replace") if isinstance(body, bytes) else body), None
+    return exc.message or "", None
+
+
+# ------------------------------------------------------------------ the client
+
+
+@dataclass
+class _LoopState:
+    """What must belong to one event loop: the HTTP clients and the limiter."""
+
+    loop: asyncio.AbstractEventLoop
+    limiter: asyncio.Semaphore
+    chat: openai.AsyncOpenAI | None = None
+    embed: openai.AsyncOpenAI | None = None
+
+
+class LLM:
+    """Chat and embeddings calls for one run, sharing one limiter and one rate-limit pause.
+
+    `env` is where the key variables are read (os.environ by default). `backoff_base` and
+    `backoff_cap` (seconds) shape the retry delays; tests make them small.
+    """
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        env: Mapping[str, str] | None = None,
+        backoff_base: float = 0.5,
+        backoff_cap: float = 20.0,
+    ) -> None:
+        env = os.environ if env is None else env
+        self.config = config
+        self.backoff_base = backoff_base
+        self.backoff_cap = backoff_cap
+        self.max_retries: int = config["llm.max_retries"]
+        self.timeout: float = config["llm.timeout"]
+        self.concurrency: int = config["concurrency"]
+
+        self._key: str | None = config["llm.api_key"] or env.get(config["llm.api_key_env"]) or None
+        self._base_url: str | None = config["llm.base_url"] or None
+        emb_url = config["embeddings.base_url"] or None
+        emb_key_env = config["embeddings.api_key_env"]
+        if emb_key_env:
+            self._emb_key = env.get(emb_key_env) or None
+        elif emb_url is None or emb_url == self._base_url:
+            self._emb_key = self._key
+        else:
+            self._emb_key = None  # never send the chat key to another server unasked
+        self._emb_base_url = emb_url or self._base_url
+        self._secrets = tuple(s for s in (self._key, self._emb_key) if s)
+
+        self._lenient = False  # R10: prompt mode, once the server refused a JSON schema
+        self._max_tokens_param = "max_completion_tokens"
+        self._not_before = 0.0  # monotonic time before which no request may start
+        self._state: _LoopState | None = None
+
+    # ---- what is configured
+
+    @property
+    def available(self) -> bool:
+        """False when there is neither a key nor a base URL: `gb` then works offline."""
+        return bool(self._key or self._base_url)
+
+    @property
+    def embeddings_available(self) -> bool:
+        return bool(self._emb_key or self._emb_base_url)
+
+    @property
+    def mode(self) -> str:
+        """Either structured (response_format json_schema) or prompt (schema in the prompt)."""
+        return "prompt" if self._lenient else "structured"
+
+    def scrub(self, text: str) -> str:
+        return scrub(text, self._secrets)
+
+    def request_hash(self, request: ChatRequest | Sequence[str]) -> str:
+        """What decides an answer, hashed: stage, model, reasoning, messages, schema, budget
+        and mode for a chat; model, dimensions and texts for embeddings. Never the key or
+        the URL, so the hash is the same on every machine."""
+        if not isinstance(request, ChatRequest):
+            texts = list(request)
+            fields: dict[str, Any] = {
+                "stage": EMBED_STAGE,
+                "model": self.config["embeddings.model"],
+                "dimensions": self.config["embeddings.dimensions"],
+                "input": texts,
+            }
+        else:
+            fields = {
+                "stage": request.stage,
+                "model": self.config.model_for(request.stage),
+                "reasoning": self.config.reasoning_for(request.stage),
+                "messages": list(request.messages),
+                "schema_name": request.schema_name,
+                "schema": request.schema,
+                "max_output_tokens": request.max_output_tokens,
+                "mode": self.mode,
+            }
+        return hashlib.sha256(_dump(fields).encode("utf-8")).hexdigest()
+
+    # ---- lifecycle
+
+    def _loop_state(self) -> _LoopState:
+        # The HTTP pool and the semaphore belong to the loop they were made in; a second
+        # asyncio.run() (one per input file, say) gets fresh ones.
+        loop = asyncio.get_running_loop()
+        if self._state is None or self._state.loop is not loop:
+            self._state = _LoopState(loop, asyncio.Semaphore(self.concurrency))
+        return self._state
+
+    def _client(self, embeddings: bool) -> openai.AsyncOpenAI:
+        state = self._loop_state()
+        same = (self._emb_base_url, self._emb_key) == (self._base_url, self._key)
+        if embeddings and not same:
+            if state.embed is None:
+                state.embed = self._make_client(self._emb_base_url, self._emb_key)
+            return state.embed
+        if state.chat is None:
+            state.chat = self._make_client(self._base_url, self._key)
+        return state.chat
+
+    def _make_client(self, base_url: str | None, key: str | None) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            base_url=base_url or DEFAULT_BASE_URL,  # never the SDK's own env lookup
+            api_key=key or PLACEHOLDER_KEY,
+            max_retries=0,  # ours retry, with a pause shared by every request
+            timeout=self.timeout,
+        )
+
+    async def aclose(self) -> None:
+        state, self._state = self._state, None
+        if state is not None:
+            for client in (state.chat, state.embed):
+                if client is not None:
+                    await client.close()
+
+    async def __aenter__(self) -> LLM:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # ---- chat
+
+    async def chat(self, request: ChatRequest) -> Answer:
+        """Send one stage's request and return its validated answer with its inference."""
+        stage = request.stage
+        model = self.config.model_for(stage)
+        reasoning = self.config.reasoning_for(stage)
+        self._require(self.available, stage, model)
+        attempts = 0
+        bad_answers = 0
+        while True:
+            lenient = self._lenient
+            key = self.request_hash(request)
+            kwargs = self._chat_kwargs(request, model, reasoning, lenient)
+            try:
+                response, tries, duration_ms = await self._call(
+                    stage,
+                    model,
+                    key,
+                    lambda kw=kwargs: self._client(False).chat.completions.create(**kw),
+                )
+            except LLMError as err:
+                if self._adapt(err, lenient):
+                    continue  # the same request again, in the mode the server takes
+                raise
+            attempts += tries
+            inference = self._chat_inference(
+                stage, model, reasoning, response, duration_ms, key, attempts
+            )
+            value, problem, retry = self._read_answer(request, response, lenient)
+            if problem is None:
+                return Answer(value, replace(inference, answer=_dump(value)))
+            if retry and bad_answers < min(ANSWER_RETRIES, self.max_retries):
+                bad_answers += 1
+                log.info("%s (%s): %s; asking again", stage, model, problem)
+                continue
+            raise LLMError(stage, model, problem, inference=inference)
+
+    def _chat_kwargs(
+        self, request: ChatRequest, model: str, reasoning: str, lenient: bool
+    ) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": _prompt_mode(request) if lenient else [dict(m) for m in request.messages],
+            self._max_tokens_param: request.max_output_tokens + REASONING_HEADROOM[reasoning],
+        }
+        if reasoning != "none":  # 'none' sends nothing: most models take no such parameter
+            kwargs["reasoning_effort"] = reasoning
+        if not lenient:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": request.schema_name,
+                    "strict": True,
+                    "schema": request.schema,
+                },
+            }
+        return kwargs
+
+    def _adapt(self, err: LLMError, lenient: bool) -> bool:
+        """Whether a refusal of a request's shape was answered by changing it (R10)."""
+        if err.status not in (400, 422):
+            return False
+        said = err.server_message.lower()
+        if "max_completion_tokens" in said and self._max_tokens_param != "max_tokens":
+            self._max_tokens_param = "max_tokens"  # an older server: the older name
+            log.warning("the LLM server refuses max_completion_tokens; sending max_tokens")
+            return True
+        if lenient or "reasoning_effort" in said or "max_tokens" in said:
+            return False
+        # Both: it is about the schema, and it is a refusal (not, say, a bad schema of ours).
+        about = ("response_format", "json_schema", "structured output")
+        code = (err.server_code or "").lower()
+        refusal = any(r in said for r in _REFUSALS) or code.startswith("unsupported")
+        if any(a in said for a in about) and refusal:
+            if not self._lenient:
+                self._lenient = True
+                log.warning(
+                    "%s does not take JSON-schema structured output; the schema now goes in "
+                    "the prompt and answers are parsed leniently",
+                    _safe_url(self._base_url),
+                )
+            return True
+        return False
+
+    def _read_answer(
+        self, request: ChatRequest, response: Any, lenient: bool
+    ) -> tuple[dict[str, Any], str | None, bool]:
+        """(value, problem, worth asking again). A cut-off answer is not: the same request
+        would be cut off again."""
+        choices = getattr(response, "choices", None) or []
+        if not choices:
+            return {}, "the answer held no choices", True
+        choice = choices[0]
+        if choice.finish_reason == "length":
+            return {}, "the answer was cut off (finish_reason length)", False
+        if choice.finish_reason == "content_filter":
+            return {}, "the answer was withheld by the content filter", False
+        message = choice.message
+        refusal = getattr(message, "refusal", None)
+        if refusal:
+            return {}, f"the model refused: {_one_line(self.scrub(refusal), 200)}", False
+        content = message.content or ""
+        if not content.strip():
+            return {}, "the answer was empty", True
+        try:
+            value = parse_answer(content, lenient)
+        except ValueError:
+            excerpt = _one_line(self.scrub(content), 80)
+            return {}, f"the answer is not valid JSON ({excerpt})", True
+        try:
+            return checked(request, value), None, False
+        except SchemaMismatch as exc:
+            return {}, f"the answer does not match the schema: {self.scrub(str(exc))}", True
+        except ValueError as exc:
+            return {}, f"the answer is unusable: {exc}", True
+
+    def _chat_inference(
+        self,
+        stage: str,
+        model: str,
+        reasoning: str,
+        response: Any,
+        duration_ms: int,
+        key: str,
+        attempts: int,
+    ) -> Inference:
+        usage = getattr(response, "usage", None)
+        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = int(getattr(details, "cached_tokens", 0) or 0)
+        answered = getattr(response, "model", None) or model
+        return Inference(
+            stage=stage,
+            model=answered,
+            requested_model=model,
+            reasoning=reasoning,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_tokens=cached,
+            cost=self._cost(answered, model, input_tokens, output_tokens, cached),
+            duration_ms=duration_ms,
+            request_hash=key,
+            answer=None,
+            attempts=attempts,
+        )
+
+    def _cost(
+        self, answered: str, requested: str, input_tokens: int, output_tokens: int, cached: int
+    ) -> float | None:
+        price = self.config.prices.get(answered) or self.config.prices.get(requested)
+        return None if price is None else price.cost(input_tokens, output_tokens, cached)
+
+    # ---- embeddings
+
+    async def embed(self, texts: Sequence[str]) -> Embeddings:
+        """One embeddings request for `texts`, in order, each of `embeddings.dimensions`."""
+        model: str = self.config["embeddings.model"]
+        dimensions: int = self.config["embeddings.dimensions"]
+        self._require(self.embeddings_available, EMBED_STAGE, model)
+        texts = list(texts)
+        if not texts:
+            raise LLMError(EMBED_STAGE, model, "nothing to embed (no texts)")
+        for i, text in enumerate(texts):
+            if not isinstance(text, str) or not text.strip():
+                raise LLMError(EMBED_STAGE, model, f"text {i + 1} of {len(texts)} is empty")
+        key = self.request_hash(texts)
+        response, attempts, duration_ms = await self._call(
+            EMBED_STAGE,
+            model,
+            key,
+            lambda: self._client(True).embeddings.create(
+                model=model, input=texts, dimensions=dimensions
+            ),
+        )
+        data = sorted(response.data, key=lambda d: d.index)
+        if len(data) != len(texts) or [d.index for d in data] != list(range(len(texts))):
+            raise LLMError(
+                EMBED_STAGE, model, f"the answer held {len(data)} vectors for {len(texts)} texts"
+            )
+        vectors = [[float(x) for x in d.embedding] for d in data]
+        for i, vector in enumerate(vectors):
+            if len(vector) != dimensions:
+                raise LLMError(
+                    EMBED_STAGE,
+                    model,
+                    f"vector {i + 1} has {len(vector)} dimensions, not {dimensions}; set "
+                    "embeddings.dimensions to what the model makes",
+                )
+        usage = getattr(response, "usage", None)
+        input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
+        answered = getattr(response, "model", None) or model
+        inference = Inference(
+            stage=EMBED_STAGE,
+            model=answered,
+            requested_model=model,
+            reasoning="none",
+            input_tokens=input_tokens,
+            output_tokens=0,
+            cached_tokens=0,
+            cost=self._cost(answered, model, input_tokens, 0, 0),
+            duration_ms=duration_ms,
+            request_hash=key,
+            answer=None,
+            attempts=attempts,
+        )
+        return Embeddings(vectors, inference)
+
+    # ---- sending, with retries
+
+    def _require(self, ok: bool, stage: str, model: str) -> None:
+        if not ok:
+            raise ConfigError(
+                f"{stage} ({model}): no LLM endpoint; set {self.config['llm.api_key_env']} "
+                "or llm.base_url (OPENAI_BASE_URL)"
+            )
+
+    def _backoff(self, key: str, retry: int) -> float:
+        # Jitter drawn from the request and the retry number: retries of different requests
+        # spread out, and the same run waits the same way twice.
+        jitter = random.Random(f"{key}:{retry}").random()
+        return min(self.backoff_cap, self.backoff_base * 2**retry) * (0.5 + jitter / 2)
+
+    async def _wait_for_pause(self) -> None:
+        while (wait := self._not_before - time.monotonic()) > 0:
+            await asyncio.sleep(wait)
+
+    async def _call(
+        self, stage: str, model: str, key: str, send: Callable[[], Awaitable[_T]]
+    ) -> tuple[_T, int, int]:
+        """`send()` under the limiter, retried on 429, 5xx, timeouts, connection errors and
+        non-JSON bodies. Returns the response, the number of attempts and the milliseconds
+        the last one took."""
+        retries = 0
+        limiter = self._loop_state().limiter
+        while True:
+            await self._wait_for_pause()
+            async with limiter:
+                await self._wait_for_pause()  # a pause may have begun while this one queued
+                began = time.monotonic()
+                try:
+                    response = await send()
+                    return response, retries + 1, round((time.monotonic() - began) * 1000)
+                except Exception as exc:
+                    failure = self._classify(exc)
+            # Raised here, outside the except block, so no SDK exception (which holds the
+            # request and its headers) rides along as __context__.
+            if not failure.retryable or retries >= self.max_retries:
+                raise LLMError(
+                    stage,
+                    model,
+                    failure.cause(retries),
+                    status=failure.status,
+                    server_message=failure.detail,
+                    server_code=failure.code,
+                    retryable=failure.retryable,
+                )
+            retries += 1
+            if failure.retry_after is not None and failure.retry_after > 0:
+                # Every request of this instance waits, not only this one: the limit is the
+                # account's, and hammering it only lengthens the pause.
+                self._not_before = max(self._not_before, time.monotonic() + failure.retry_after)
+                delay, why = failure.retry_after, "as the server asks"
+                sleep = 0.0  # the pause itself is waited for at the top of the loop
+            else:
+                delay, why = self._backoff(key, retries - 1), "backing off"
+                sleep = delay
+            log.info(
+                "%s (%s): %s; retry %d of %d in %.2f s (%s)",
+                stage,
+                model,
+                failure.head,
+                retries,
+                self.max_retries,
+                delay,
+                why,
+            )
+            await asyncio.sleep(sleep)
+
+    def _classify(self, exc: Exception) -> _Failure:
+        if isinstance(exc, openai.APITimeoutError):
+            return _Failure(f"timed out (limit {self.timeout:g} s)", retryable=True)
+        if isinstance(exc, openai.APIConnectionError):
+            reason = exc.__cause__ or exc
+            detail = _one_line(self.scrub(str(reason) or type(reason).__name__))
+            where = _safe_url(self._base_url)
+            return _Failure(f"could not reach {where}", detail, retryable=True)
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            message, code = _server_message(exc)
+            detail = _one_line(self.scrub(message))
+            if status == 401:
+                detail += f" (check {self.config['llm.api_key_env']} or llm.api_key)"
+            if status == 429 and code == "insufficient_quota":
+                # billing, not a rate: waiting won't help
+                return _Failure(f"HTTP {status}", detail, status, code=code)
+            retryable = status in _RETRY_STATUSES or status >= 500
+            wait = _retry_after(exc.response.headers) if retryable else None
+            if wait is not None and wait > RETRY_AFTER_MAX:
+                head = f"HTTP {status} (the server asks to wait {wait:.0f} s)"
+                return _Failure(head, detail, status, code=code)
+            return _Failure(f"HTTP {status}", detail, status, retryable, wait, code)
+        if isinstance(exc, json.JSONDecodeError):
+            # The SDK's answer to a 200 whose body is not JSON: a proxy or gateway page.
+            hint = f"is llm.base_url ({_safe_url(self._base_url)}) the API's, ending in /v1?"
+            return _Failure("the server answered with a body that is not JSON", hint, None, True)
+        if isinstance(exc, ValueError | openai.APIResponseValidationError):
+            # e.g. "No embedding data received": an answer, but not a usable one
+            return _Failure("the answer could not be read", _one_line(self.scrub(str(exc))))
+        raise exc

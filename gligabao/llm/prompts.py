@@ -1,0 +1,240 @@
+"""The prompt of every LLM stage and the JSON schema of its answer, in one place.
+
+Each builder returns a `ChatRequest`: what to send (messages), what to expect back
+(a strict JSON schema: every property required, no additional properties, nullable
+as ``["string", "null"]``) and the output budget. The untrusted text always sits in the
+user messages, inside a tag the model (and the test server) can find: ``<text>``
+(extract_graph), ``<chunk>`` (summarize_chunk), ``<document>`` then ``<chunk>``
+(contextualize_chunk), ``<items>`` (resolve). Instructions live in the system message,
+so they are the same for every call of a stage and providers can cache them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+__all__ = [
+    "CONTEXTUALIZE_SCHEMA",
+    "EXTRACT_GRAPH_SCHEMA",
+    "RESOLVE_SCHEMA",
+    "SUMMARIZE_SCHEMA",
+    "ChatRequest",
+    "check_answer",
+    "contextualize_chunk_request",
+    "extract_graph_request",
+    "resolve_request",
+    "summarize_chunk_request",
+]
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One chat call, before a model is chosen: the model and reasoning come from the config."""
+
+    stage: str
+    messages: tuple[dict[str, str], ...]
+    schema_name: str
+    schema: dict[str, Any]
+    max_output_tokens: int
+
+
+def _obj(**properties: Any) -> dict[str, Any]:
+    """A strict object: all properties required, nothing else allowed."""
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _array(items: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "array", "items": items}
+
+
+_STR = {"type": "string"}
+_NULLABLE_STR = {"type": ["string", "null"]}
+_NULLABLE_INT = {"type": ["integer", "null"]}
+
+EXTRACT_GRAPH_SCHEMA = _obj(
+    entities=_array(_obj(name=_STR, type=_STR, summary=_STR)),
+    edges=_array(
+        _obj(
+            source=_STR,
+            target=_STR,
+            relation=_STR,
+            fact=_STR,
+            valid_at=_NULLABLE_STR,
+            invalid_at=_NULLABLE_STR,
+        )
+    ),
+)
+SUMMARIZE_SCHEMA = _obj(summary=_STR)
+CONTEXTUALIZE_SCHEMA = _obj(context=_STR)
+RESOLVE_SCHEMA = _obj(
+    entities=_array(_obj(id=_STR, duplicate_of=_NULLABLE_INT)),
+    edges=_array(
+        _obj(
+            id=_STR,
+            duplicate_of=_NULLABLE_INT,
+            contradicts=_array({"type": "integer"}),
+            reason=_STR,
+        )
+    ),
+)
+
+# ------------------------------------------------------------------ extract_graph
+
+_EXTRACT_SYSTEM = """\
+You extract a temporal knowledge graph from a text. Read the text in the <text> tag and \
+answer with JSON only.
+
+Entities: the people, organizations, places, products, events and other named things \
+the text speaks about. For each: "name" as the text gives it in full (never a pronoun), \
+"type" as one capitalized word (Person, Organization, Place, Product, Event, Concept...), \
+"summary" one short sentence on what the text says about it.
+
+Edges: the facts the text states between two entities. For each: "source" and "target" \
+exactly as the names of two entities you listed, "relation" in UPPER_SNAKE_CASE \
+(WORKS_AT, LIVES_IN, FOUNDED), "fact" one self-contained sentence stating it, "valid_at" \
+when the fact became true and "invalid_at" when it stopped being true, both as ISO-8601 \
+UTC date-times (2024-03-01T00:00:00Z), or null when the text does not say. Resolve \
+relative dates ("yesterday", "last March", "two years ago") against the reference time.
+
+Use only what the text says; invent nothing. A text with no entities gives empty lists."""
+
+
+def _iso(moment: datetime | str) -> str:
+    if isinstance(moment, str):
+        return moment
+    if moment.tzinfo is None:  # a naive time is taken as UTC, never as local time
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.isoformat()
+
+
+def extract_graph_request(text: str, reference_time: datetime | str) -> ChatRequest:
+    user = (
+        f"Reference time (resolve relative dates against it): {_iso(reference_time)}\n\n"
+        f"<text>\n{text}\n</text>"
+    )
+    return ChatRequest(
+        stage="extract_graph",
+        messages=(
+            {"role": "system", "content": _EXTRACT_SYSTEM},
+            {"role": "user", "content": user},
+        ),
+        schema_name="extract_graph",
+        schema=EXTRACT_GRAPH_SCHEMA,
+        # About twice the text's tokens (a character is ~1/4 token): a dense chunk fits, and a
+        # short one does not ask a small-context local server for room it does not have.
+        max_output_tokens=min(8192, max(2048, len(text) // 2)),
+    )
+
+
+# ------------------------------------------------------------------ summarize_chunk
+
+_SUMMARIZE_SYSTEM = """\
+You summarize one chunk of a document, given in the <chunk> tag. Write a faithful \
+summary of two to four sentences in plain prose. Name the people, organizations, places \
+and dates that matter; keep every figure exactly as written; add nothing that is not in \
+the chunk. Answer with JSON only: {"summary": "..."}."""
+
+
+def summarize_chunk_request(chunk: str) -> ChatRequest:
+    return ChatRequest(
+        stage="summarize_chunk",
+        messages=(
+            {"role": "system", "content": _SUMMARIZE_SYSTEM},
+            {"role": "user", "content": f"<chunk>\n{chunk}\n</chunk>"},
+        ),
+        schema_name="summarize_chunk",
+        schema=SUMMARIZE_SCHEMA,
+        max_output_tokens=512,
+    )
+
+
+# ------------------------------------------------------------------ contextualize_chunk
+
+_CONTEXTUALIZE_SYSTEM = """\
+You situate a chunk within its whole document, to improve search retrieval of the chunk. \
+Answer with JSON only: {"context": "..."}, the context being 50 to 100 tokens of plain \
+prose and nothing else."""
+
+
+def contextualize_chunk_request(document: str, chunk: str) -> ChatRequest:
+    # The whole document comes first and the chunk last: every chunk of a document then
+    # shares the same long prefix, which is what providers' prompt caching bills less.
+    return ChatRequest(
+        stage="contextualize_chunk",
+        messages=(
+            {"role": "system", "content": _CONTEXTUALIZE_SYSTEM},
+            {"role": "user", "content": f"<document>\n{document}\n</document>"},
+            {
+                "role": "user",
+                "content": "Here is the chunk we want to situate within the whole document:\n"
+                f"<chunk>\n{chunk}\n</chunk>\n"
+                "Give a short, succinct context to situate this chunk within the overall "
+                "document, for the purposes of improving search retrieval of the chunk.",
+            },
+        ),
+        schema_name="contextualize_chunk",
+        schema=CONTEXTUALIZE_SCHEMA,
+        max_output_tokens=256,
+    )
+
+
+# ------------------------------------------------------------------ resolve
+
+_RESOLVE_SYSTEM = """\
+You deduplicate a temporal knowledge graph. The <items> tag holds JSON: newly extracted \
+"entities" and "edges" (facts), each with an "id" and a list of "candidates", existing \
+entities or facts with integer ids.
+
+For each entity: "duplicate_of" is the id of the candidate that is the same real-world \
+thing (a different spelling or a fuller name counts), else null.
+
+For each edge: "duplicate_of" is the id of the candidate fact that states the same thing \
+(it is restated, not new), else null. "contradicts" lists the ids of candidate facts \
+that the new fact makes no longer true (a new employer replaces the old one, a moved \
+person no longer lives at the old place); facts that can both be true are not \
+contradicted. "reason" says in a few words why.
+
+Answer every entity and edge of the input exactly once, by its id, with JSON only. Use \
+only ids from its candidates."""
+
+
+def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
+    """`items`: {"entities": [{"id": "e0", "name", "type", "candidates": [{"id": 12, "name",
+    "type", "summary"}]}], "edges": [{"id": "r0", "source", "target", "relation", "fact",
+    "valid_at", "candidates": [{"id", "source", "target", "relation", "fact", "valid_at"}]}]}."""
+    payload = json.dumps(
+        {"entities": list(items.get("entities", ())), "edges": list(items.get("edges", ()))},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return ChatRequest(
+        stage="resolve",
+        messages=(
+            {"role": "system", "content": _RESOLVE_SYSTEM},
+            {"role": "user", "content": f"<items>\n{payload}\n</items>"},
+        ),
+        schema_name="resolve",
+        schema=RESOLVE_SCHEMA,
+        max_output_tokens=4096,
+    )
+
+
+# ------------------------------------------------------------------ checks beyond the schema
+
+
+def check_answer(stage: str, value: Mapping[str, Any]) -> str | None:
+    """What a schema cannot say (strict mode has no minLength): a blank summary or context
+    is no answer. Returns the problem, or None."""
+    field = {"summarize_chunk": "summary", "contextualize_chunk": "context"}.get(stage)
+    if field is not None and not str(value.get(field, "")).strip():
+        return f"the {field} is empty"
+    return None

@@ -1,0 +1,393 @@
+"""`remember`: one document in, chunks, graph, summaries and vectors stored (SPEC R3).
+
+    split -> fetch (concurrent) -> store the parent -> store each chunk, in order
+
+Fetch: every chunk's extraction and summary run at once, bounded by `concurrency`;
+if one fails nothing is stored. Then each chunk's embeddings request and the batched
+resolve calls start together (their candidates are the stored graph plus what earlier
+chunks extracted, all known by now), and the store phase takes the chunks in order as
+their answers arrive: it does database work only. A failure at chunk k leaves the
+parent and the chunks before k stored; running the same input again finds the
+document by its sha256 and completes it from chunk k, reusing every answer already
+paid for. Without an endpoint the text and its chunks are stored with the stages
+still to do marked on them, and a later run with one completes exactly those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+import apsw
+
+from gligabao.chunk import cut
+from gligabao.config import Config
+from gligabao.errors import GbError, InputError
+from gligabao.inputs import Source
+from gligabao.llm import LLM, extract_graph_request, summarize_chunk_request
+from gligabao.pipeline.calls import Calls, Spend
+from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batches
+from gligabao.pipeline.write import EMBED, Piece, Writer, Written
+from gligabao.store import artifacts, datasets
+
+SUMMARY_KIND = "chunk_summary"
+OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED)
+
+
+class ChunkFailed(GbError):
+    """A chunk failed after the document was stored; a rerun completes it."""
+
+    def __init__(self, source: str, index: int, total: int, document_id: int, cause: str):
+        super().__init__(
+            f"{source}: chunk {index + 1} of {total} failed: {cause}. Document {document_id} "
+            f"and its first {index} chunks are stored; run the same command again to finish it"
+        )
+        self.document_id = document_id
+
+
+@dataclass(frozen=True)
+class Options:
+    dataset: str = "default"
+    kind: str = "document"
+    session: str | None = None
+    valid_at: str | None = None
+    reference_time: str | None = None
+    trace: bool = False
+
+
+@dataclass
+class Outcome:
+    """The response object (R7), plus how the run went, for the renderer."""
+
+    response: dict[str, Any]
+    status: str  # remembered | completed | unchanged | offline
+    spend: Spend = field(default_factory=Spend)
+    trajectory: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+
+
+def remember(
+    conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
+) -> Outcome:
+    """Remember one input: see the module docstring for the order of things."""
+    if options.kind == SUMMARY_KIND:
+        raise InputError(source.name, f"--kind {SUMMARY_KIND} is made only by gb itself")
+    return asyncio.run(_Run(conn, source, config, llm, options).run())
+
+
+class _Run:
+    def __init__(
+        self, conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
+    ) -> None:
+        self.conn = conn
+        self.source = source
+        self.config = config
+        self.llm = llm
+        self.options = options
+        self.trajectory: list[dict[str, Any]] = []
+        self.dataset = datasets.get_or_create_dataset(conn, options.dataset)
+        self.calls = Calls(conn, llm, self.dataset.id)
+
+    def step(self, name: str, message: str, **data: Any) -> None:
+        if self.options.trace:
+            self.trajectory.append({"step": name, "message": message, **data})
+
+    async def run(self) -> Outcome:
+        try:
+            return await self._run()
+        finally:
+            await self.llm.aclose()
+
+    async def _run(self) -> Outcome:
+        settings = self.config.chunk_settings()
+        result = cut(self.source.text, settings)
+        n = len(result.chunks)
+        self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
+        document = artifacts.find_document(self.conn, self.dataset.id, self.source.sha256)
+        stored = {}
+        if document is not None:
+            if document["status"] == "complete" and not artifacts.pending_stages(document):
+                return self._outcome(document, [], "unchanged")
+            stored = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
+        pieces = [
+            Piece(c.index, c.text, c, chunk_id=stored.get(c.index, {}).get("id"))
+            for c in result.chunks
+        ] or [Piece(0, self.source.text, None)]
+        todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
+        if not self.llm.available:
+            return self._offline(document, result, pieces)
+        await self._fetch(todo, n)
+        return await self._store(document, result, todo, n)
+
+    # ---- offline
+
+    def _offline(self, document, result, pieces) -> Outcome:
+        notice = (
+            "no LLM endpoint is configured: the text and its chunks are stored and "
+            "keyword-indexed; extraction, summaries and embeddings were skipped. Set "
+            "OPENAI_API_KEY (or OPENAI_BASE_URL / [llm] base_url in gligabao.toml) and run "
+            "the same command again to complete them."
+        )
+        if document is None:
+            document = self._store_parent(result, pending=OFFLINE_STAGES)
+            for piece in pieces:
+                if piece.chunk is not None:
+                    piece.chunk_id = _insert_chunk(
+                        self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
+                    )
+            # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
+            artifacts.update_status(self.conn, document["id"], "complete")
+            document = artifacts.get_artifact(self.conn, document["id"])
+        outcome = self._outcome(document, [], "offline")
+        outcome.notices.append(notice)
+        return outcome
+
+    # ---- fetch
+
+    async def _fetch(self, todo: list[Piece], n: int) -> None:
+        """Extraction and summaries of every piece at once; nothing is stored if one fails."""
+        reference = self.options.reference_time or self.options.valid_at or _now()
+
+        async def extract(piece: Piece) -> None:
+            asked = await self.calls.ask(extract_graph_request(piece.text, reference))
+            piece.extraction = Extraction.from_answer(asked.value)
+            piece.extract_inference = asked.inference_id
+            self.step(
+                "extract_graph",
+                f"{len(piece.extraction.entities)} entities, "
+                f"{len(piece.extraction.edges)} edges{_of(piece, n)}",
+            )
+
+        async def summarize(piece: Piece) -> None:
+            asked = await self.calls.ask(summarize_chunk_request(piece.text))
+            piece.summary = asked.value["summary"].strip()
+            piece.summary_inference = asked.inference_id
+            piece.summary_model, piece.summary_reasoning = asked.model, asked.reasoning
+            self.step(
+                "summarize_chunk",
+                f"summary by {asked.model}{_of(piece, n)}",
+                summary=piece.summary,
+                model=asked.model,
+                reasoning=asked.reasoning,
+            )
+
+        jobs = [extract(p) for p in todo] + [summarize(p) for p in todo if p.chunk is not None]
+        await _all_or_nothing(jobs)
+
+    # ---- store
+
+    async def _store(self, document, result, todo: list[Piece], n: int) -> Outcome:
+        embedded = self.llm.embeddings_available
+        if embedded:
+            datasets.set_embedding(
+                self.conn,
+                self.dataset.id,
+                self.config["embeddings.model"],
+                self.config["embeddings.dimensions"],
+            )
+        resolver = Resolver(self.conn, self.dataset.id)
+        for piece in todo:
+            piece.plan = resolver.plan(piece.index, piece.extraction)
+        resolving = {}
+        for batch in batches([p.plan for p in todo]):
+            task = asyncio.ensure_future(self._resolve(batch))
+            for plan in batch.plans:
+                resolving[plan.index] = task
+        embedding = {p.index: asyncio.ensure_future(self._embed(p)) for p in todo if embedded}
+        if document is None:
+            document = self._store_parent(result, pending=())
+        self.step("store_parent_artifact", f"document {document['id']}", artifact_id=document["id"])
+        writer = Writer(self.conn, self.dataset.id, document, embedded=embedded)
+        written: list[Written] = []
+        try:
+            for piece in todo:
+                try:
+                    if piece.index in resolving:
+                        await resolving[piece.index]
+                    if piece.index in embedding:
+                        await embedding[piece.index]
+                except GbError as exc:
+                    raise ChunkFailed(
+                        self.source.name, piece.index, max(n, 1), document["id"], str(exc)
+                    ) from exc
+                written.append(writer.store(piece))
+                self.step(
+                    "store_artifact",
+                    f"artifact {written[-1].artifact_id}{_of(piece, n)}",
+                    artifact_id=written[-1].artifact_id,
+                )
+        finally:
+            for task in [*resolving.values(), *embedding.values()]:
+                task.cancel()
+        artifacts.set_pending(self.conn, document["id"], () if embedded else (EMBED,))
+        artifacts.update_status(self.conn, document["id"], "complete")
+        document = artifacts.get_artifact(self.conn, document["id"])
+        status = "remembered" if not written or len(todo) == max(n, 1) else "completed"
+        return self._outcome(document, written, status)
+
+    async def _resolve(self, batch) -> None:
+        first = batch.plans[0].index
+        asked = await self.calls.ask(batch.request)
+        apply_answer(batch, asked.value)
+        self.step(
+            "resolve",
+            f"{sum(p.undecided for p in batch.plans)} items of "
+            f"{len(batch.plans)} chunks from chunk {first + 1}",
+        )
+
+    async def _embed(self, piece: Piece) -> None:
+        """One request for everything a piece yields (R5); new items' vectors are kept."""
+        keys, texts = [], []
+        for i, entity in enumerate(piece.extraction.entities):
+            keys.append(f"entity:{i}")
+            texts.append(f"{entity.name}: {entity.summary}" if entity.summary else entity.name)
+        for j, edge in enumerate(piece.extraction.edges):
+            keys.append(f"edge:{j}")
+            texts.append(edge.fact)
+        if piece.chunk is not None:
+            keys += ["chunk", "summary"]
+            texts += [artifacts.embedded_text(piece.text, None), piece.summary or ""]
+        vectors = await self.calls.embed(texts)
+        piece.vectors = dict(zip(keys, vectors, strict=True))
+        self.step("embed", f"{len(texts)} texts{_of(piece, 0)}")
+
+    def _store_parent(self, result, pending) -> dict[str, Any]:
+        options = self.options
+        doc_id = artifacts.insert_document(
+            self.conn,
+            dataset_id=self.dataset.id,
+            text=self.source.text,
+            kind=options.kind,
+            session_id=options.session,
+            valid_at=options.valid_at,
+            reference_time=options.reference_time,
+            source=self.source.name,
+            content_sha256=self.source.sha256,
+            tokens=result.tokens,
+            mode=result.mode,
+            settings=self.config.chunk_settings().fingerprint(),
+            chunk_count=len(result.chunks),
+            status="storing",
+            pending=pending,
+        )
+        return artifacts.get_artifact(self.conn, doc_id)
+
+    # ---- response
+
+    def _outcome(self, document, written: list[Written], status: str) -> Outcome:
+        response = _response(self.conn, document, written)
+        if self.options.trace:
+            response["trajectory"] = self.trajectory
+        return Outcome(response, status, self.calls.spend, self.trajectory)
+
+
+def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[str, Any]:
+    entities: dict[int, dict[str, Any]] = {}
+    edges: dict[int, dict[str, Any]] = {}
+    invalidated: list[dict[str, Any]] = []
+    embedded = dict.fromkeys(("entities", "edges", "chunks", "summaries"), 0)
+    by_artifact = {w.artifact_id: w for w in written}
+    for w in written:
+        for entity in w.entities:
+            entities.setdefault(entity["id"], entity)
+        for edge in w.edges:
+            edges.setdefault(edge["id"], edge)
+        invalidated += w.invalidated
+        for index, count in w.embedded.items():
+            embedded[index] += count
+    response: dict[str, Any] = {
+        "artifact_id": document["id"],
+        "entities": list(entities.values()),
+        "edges": list(edges.values()),
+        "invalidated_edges": invalidated,
+    }
+    if document["chunk_count"]:
+        chunks = []
+        for row in _chunks_of(conn, document["id"]):
+            w = by_artifact.get(row["id"])
+            chunks.append(
+                {
+                    "artifact_id": row["id"],
+                    "index": row["chunk_index"],
+                    "tokens": row["tokens"],
+                    "overlap_tokens": row["overlap_tokens"],
+                    "start_offset": row["start_offset"],
+                    "end_offset": row["end_offset"],
+                    "entities": len(w.entities) if w else None,
+                    "edges": len(w.edges) if w else None,
+                    "summary": _summary_view(row),
+                }
+            )
+        response["chunks"] = chunks
+    response.update({f"embedded_{k}": v for k, v in embedded.items()})
+    return response
+
+
+def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:
+    from gligabao.store.db import query
+
+    return query(
+        conn,
+        """SELECT c.*, s.id AS summary_id, s.text AS summary_text, s.inference_id AS s_inf,
+                  s.inference_id AS summary_inference, m.name AS summary_model,
+                  i.reasoning AS summary_reasoning
+           FROM gb_artifacts c
+           LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
+           LEFT JOIN gb_inferences i ON i.id = s.inference_id
+           LEFT JOIN gb_models m ON m.id = i.model_id
+           WHERE c.parent_id = ? AND c.kind != 'chunk_summary'
+           ORDER BY c.chunk_index""",
+        (document_id,),
+    )
+
+
+def _summary_view(row: dict[str, Any]) -> dict[str, Any] | None:
+    if row["summary_id"] is None:
+        return None
+    return {
+        "artifact_id": row["summary_id"],
+        "text": row["summary_text"],
+        "model": row["summary_model"],
+        "reasoning": row["summary_reasoning"],
+        "inference_id": row["summary_inference"],
+    }
+
+
+def _needs_work(chunk_row: dict[str, Any] | None) -> bool:
+    return chunk_row is None or bool(artifacts.pending_stages(chunk_row))
+
+
+def _insert_chunk(conn, document_id: int, chunk, *, pending) -> int:
+    return artifacts.insert_chunk(
+        conn,
+        document_id=document_id,
+        text=chunk.text,
+        chunk_index=chunk.index,
+        start_offset=chunk.start_offset,
+        end_offset=chunk.end_offset,
+        tokens=chunk.tokens,
+        overlap_tokens=chunk.overlap_tokens,
+        pending=pending,
+    )
+
+
+def _of(piece: Piece, n: int) -> str:
+    return f" (chunk {piece.index + 1} of {n})" if piece.chunk is not None else ""
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+async def _all_or_nothing(jobs) -> None:
+    """Run jobs at once; on the first failure cancel the rest and raise it."""
+    tasks = [asyncio.ensure_future(job) for job in jobs]
+    try:
+        await asyncio.gather(*tasks)
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise

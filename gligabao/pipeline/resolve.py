@@ -1,0 +1,371 @@
+"""Resolution (SPEC R4): which extracted entities and facts are already known.
+
+Everything a chunk is compared against is known once every chunk is extracted: the
+stored graph, and what the chunks before it in the same document extracted. So the
+decisions of every chunk are prepared up front, before anything is stored:
+
+- an exact duplicate (same normalized name and type; same ends, relation and fact)
+  and an item with no candidate at all are decided here, without the LLM;
+- the rest go to the LLM in batched `resolve` calls, each holding all the undecided
+  items of one or more consecutive chunks, that run while the chunks are embedded.
+
+A decision refers to a stored row (``Ref("db", id)``), to an item an earlier chunk of
+this document extracted (``Ref("doc", (chunk, i))``, given its row when that chunk is
+stored), or to nothing (new). Candidates of an edge are the current facts touching
+the same entities, never a search over the whole graph.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from gligabao.llm import ChatRequest, resolve_request
+from gligabao.store import graph
+from gligabao.store.db import query
+
+MAX_CANDIDATES = 6
+# Undecided items gathered into one resolve call before a new one is started: fewer,
+# larger calls (about one per several chunks) instead of one per chunk.
+BATCH_ITEMS = 40
+DEFAULT_TYPE = "Entity"
+
+
+@dataclass(frozen=True, slots=True)
+class Ref:
+    kind: str  # "db" | "doc" | "new"
+    key: Any = None  # a row id, or (chunk index, item index)
+
+
+NEW = Ref("new")
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    name: str
+    type: str
+    summary: str
+    norm: str
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    source: int  # index into the chunk's entities
+    target: int
+    relation: str
+    fact: str
+    valid_at: str | None
+    invalid_at: str | None
+
+
+@dataclass
+class Extraction:
+    """One chunk's graph, cleaned: entities unique by name and type, edges by index."""
+
+    entities: list[Entity]
+    edges: list[Edge]
+
+    @classmethod
+    def from_answer(cls, value: dict[str, Any]) -> Extraction:
+        entities: list[Entity] = []
+        seen: dict[tuple[str, str], int] = {}
+        by_name: dict[str, int] = {}
+
+        def entity(name: str, type_: str, summary: str) -> int | None:
+            norm = graph.normalize_name(name)
+            if not norm:
+                return None
+            type_ = type_.strip() or DEFAULT_TYPE
+            key = (norm, type_)
+            if key not in seen:
+                seen[key] = len(entities)
+                entities.append(Entity(name.strip(), type_, summary.strip(), norm))
+            by_name.setdefault(norm, seen[key])
+            return seen[key]
+
+        for item in value.get("entities", ()):
+            entity(item.get("name", ""), item.get("type", ""), item.get("summary", ""))
+        edges: list[Edge] = []
+        seen_edges: set[tuple[int, int, str, str]] = set()
+        for item in value.get("edges", ()):
+            ends = []
+            for name in (item.get("source", ""), item.get("target", "")):
+                norm = graph.normalize_name(name)
+                index = by_name.get(norm) if norm else None
+                ends.append(index if index is not None else entity(name, "", ""))
+            relation = _relation(item.get("relation", ""))
+            fact = " ".join(str(item.get("fact", "")).split())
+            if None in ends or not fact:
+                continue
+            key = (ends[0], ends[1], relation, _norm_fact(fact))
+            if key in seen_edges:
+                continue
+            seen_edges.add(key)
+            edges.append(
+                Edge(ends[0], ends[1], relation, fact, item.get("valid_at"), item.get("invalid_at"))
+            )
+        return cls(entities, edges)
+
+
+def _relation(text: str) -> str:
+    return re.sub(r"\W+", "_", str(text).strip()).strip("_").upper() or "RELATED_TO"
+
+
+def _norm_fact(fact: str) -> str:
+    return " ".join(fact.casefold().split()).rstrip(".")
+
+
+@dataclass
+class Decisions:
+    """What each extracted item of one chunk is; None while the LLM has not said."""
+
+    entities: list[Ref | None]
+    edges: list[Ref | None]
+    closes: list[list[tuple[Ref, str]]]
+
+
+@dataclass
+class Plan:
+    """One chunk's decisions and what is left for the LLM."""
+
+    index: int
+    extraction: Extraction
+    decisions: Decisions
+    entity_items: list[dict[str, Any]] = field(default_factory=list)
+    edge_items: list[dict[str, Any]] = field(default_factory=list)
+    # (entities|edges, candidate id) -> what it stands for: stored row ids of entities
+    # and of edges overlap, so the kind is part of the key.
+    candidate_refs: dict[tuple[str, int], Ref] = field(default_factory=dict)
+
+    @property
+    def undecided(self) -> int:
+        return len(self.entity_items) + len(self.edge_items)
+
+
+@dataclass
+class Batch:
+    """One resolve call: the undecided items of consecutive chunks."""
+
+    plans: list[Plan]
+    request: ChatRequest
+
+
+class Resolver:
+    """Prepares the decisions of a document's chunks against the graph and each other."""
+
+    def __init__(self, conn: apsw.Connection, dataset_id: int) -> None:
+        self.conn = conn
+        self.dataset_id = dataset_id
+        self._doc_ids = itertools.count(-1, -1)  # candidate ids of unstored items: negative
+        self._doc_entities: dict[tuple[str, str], tuple[int, int]] = {}
+        self._doc_entity_list: list[tuple[tuple[int, int], Entity]] = []
+        self._doc_edges: list[tuple[tuple[int, int], Edge, Extraction]] = []
+
+    def plan(self, index: int, extraction: Extraction) -> Plan:
+        """Decide what can be decided for chunk ``index``; chunks must come in order."""
+        plan = Plan(
+            index,
+            extraction,
+            Decisions(
+                [None] * len(extraction.entities),
+                [None] * len(extraction.edges),
+                [[] for _ in extraction.edges],
+            ),
+        )
+        for i, entity in enumerate(extraction.entities):
+            plan.decisions.entities[i] = self._entity(plan, i, entity)
+        for j, edge in enumerate(extraction.edges):
+            plan.decisions.edges[j] = self._edge(plan, j, edge)
+        for i, entity in enumerate(extraction.entities):
+            self._doc_entities.setdefault((entity.norm, entity.type), (index, i))
+            self._doc_entity_list.append(((index, i), entity))
+        for j, edge in enumerate(extraction.edges):
+            self._doc_edges.append(((index, j), edge, extraction))
+        return plan
+
+    # ---- entities
+
+    def _entity(self, plan: Plan, i: int, entity: Entity) -> Ref | None:
+        earlier = self._doc_entities.get((entity.norm, entity.type))
+        if earlier is not None:
+            return Ref("doc", earlier)
+        stored = graph.entity_exact(self.conn, self.dataset_id, entity.name, entity.type)
+        if stored is not None:
+            return Ref("db", stored["id"])
+        candidates = []
+        for row in graph.entity_candidates_fts(
+            self.conn, self.dataset_id, entity.name, MAX_CANDIDATES
+        ):
+            candidates.append(
+                self._candidate(
+                    plan, "entities", Ref("db", row["id"]), row["id"], _entity_view(row)
+                )
+            )
+        words = set(entity.norm.split())
+        for key, other in reversed(self._doc_entity_list):
+            if len(candidates) >= MAX_CANDIDATES * 2:
+                break
+            if words & set(other.norm.split()) and (other.norm, other.type) != (
+                entity.norm,
+                entity.type,
+            ):
+                ref = Ref("doc", key)
+                candidates.append(self._candidate(plan, "entities", ref, None, _entity_view(other)))
+        if not candidates:
+            return NEW
+        plan.entity_items.append(
+            {
+                "id": f"e{plan.index}.{i}",
+                "name": entity.name,
+                "type": entity.type,
+                "candidates": candidates,
+            }
+        )
+        return None
+
+    # ---- edges
+
+    def _edge(self, plan: Plan, j: int, edge: Edge) -> Ref | None:
+        ex = plan.extraction
+        source, target = ex.entities[edge.source], ex.entities[edge.target]
+        ends = {source.norm, target.norm}
+        fact = _norm_fact(edge.fact)
+        exact_key = (source.norm, target.norm, edge.relation, fact)
+        candidates: list[dict[str, Any]] = []
+        for key, other, other_ex in reversed(self._doc_edges):
+            o_source = other_ex.entities[other.source].norm
+            o_target = other_ex.entities[other.target].norm
+            if (o_source, o_target, other.relation, _norm_fact(other.fact)) == exact_key:
+                return Ref("doc", key)
+            if ends & {o_source, o_target} and len(candidates) < MAX_CANDIDATES:
+                view = _edge_view(
+                    other,
+                    other_ex.entities[other.source].name,
+                    other_ex.entities[other.target].name,
+                )
+                candidates.append(self._candidate(plan, "edges", Ref("doc", key), None, view))
+        for row in self._stored_edges(source.norm, target.norm):
+            if (
+                row["source_norm"],
+                row["target_norm"],
+                row["relation"],
+                _norm_fact(row["fact"]),
+            ) == exact_key:
+                return Ref("db", row["id"])
+            if len(candidates) < MAX_CANDIDATES * 2:
+                view = {
+                    "source": row["source_name"],
+                    "target": row["target_name"],
+                    "relation": row["relation"],
+                    "fact": row["fact"],
+                    "valid_at": row["valid_at"],
+                }
+                candidates.append(
+                    self._candidate(plan, "edges", Ref("db", row["id"]), row["id"], view)
+                )
+        if not candidates:
+            return NEW
+        item = {"id": f"r{plan.index}.{j}", **_edge_view(edge, source.name, target.name)}
+        plan.edge_items.append({**item, "candidates": candidates})
+        return None
+
+    def _stored_edges(self, source_norm: str, target_norm: str) -> list[dict[str, Any]]:
+        """Current stored facts touching an entity of either name (R4), nearest first."""
+        return query(
+            self.conn,
+            """SELECT e.id, e.relation, e.fact, e.valid_at,
+                      s.name AS source_name, s.name_norm AS source_norm,
+                      t.name AS target_name, t.name_norm AS target_norm
+               FROM gb_edges e
+               JOIN gb_entities s ON s.id = e.source_entity_id
+               JOIN gb_entities t ON t.id = e.target_entity_id
+               WHERE e.dataset_id = :d AND e.invalid_at IS NULL AND e.expired_at IS NULL
+                 AND (s.name_norm IN (:a, :b) OR t.name_norm IN (:a, :b))
+               ORDER BY (s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC
+               LIMIT :n""",
+            {"d": self.dataset_id, "a": source_norm, "b": target_norm, "n": MAX_CANDIDATES * 4},
+        )
+
+    def _candidate(
+        self, plan: Plan, kind: str, ref: Ref, row_id: int | None, view: dict[str, Any]
+    ) -> dict[str, Any]:
+        candidate_id = row_id if row_id is not None else next(self._doc_ids)
+        plan.candidate_refs[(kind, candidate_id)] = ref
+        return {"id": candidate_id, **view}
+
+
+def batches(plans: list[Plan]) -> list[Batch]:
+    """Group the undecided items of consecutive chunks into resolve calls."""
+    groups: list[list[Plan]] = []
+    size = 0
+    for plan in plans:
+        if not plan.undecided:
+            continue
+        if not groups or size >= BATCH_ITEMS:
+            groups.append([])
+            size = 0
+        groups[-1].append(plan)
+        size += plan.undecided
+    return [
+        Batch(
+            group,
+            resolve_request(
+                {
+                    "entities": [item for p in group for item in p.entity_items],
+                    "edges": [item for p in group for item in p.edge_items],
+                }
+            ),
+        )
+        for group in groups
+    ]
+
+
+def apply_answer(batch: Batch, value: dict[str, Any]) -> None:
+    """Fill the undecided decisions of a batch's chunks from the LLM's answer.
+
+    An id the answer does not mention, or a candidate id that was not offered, counts
+    as "not a duplicate": an item is never merged into something it was not shown.
+    """
+    answers = {a.get("id"): a for a in value.get("entities", ())}
+    answers.update({a.get("id"): a for a in value.get("edges", ())})
+    for plan in batch.plans:
+        offered = plan.candidate_refs
+        for i, decision in enumerate(plan.decisions.entities):
+            if decision is None:
+                answer = answers.get(f"e{plan.index}.{i}", {})
+                plan.decisions.entities[i] = offered.get(
+                    ("entities", answer.get("duplicate_of")), NEW
+                )
+        for j, decision in enumerate(plan.decisions.edges):
+            if decision is not None:
+                continue
+            answer = answers.get(f"r{plan.index}.{j}", {})
+            duplicate = offered.get(("edges", answer.get("duplicate_of")))
+            plan.decisions.edges[j] = duplicate or NEW
+            if duplicate is None:
+                reason = str(answer.get("reason") or "contradicted by a newer fact")
+                plan.decisions.closes[j] = [
+                    (offered[("edges", c)], reason)
+                    for c in answer.get("contradicts", ())
+                    if ("edges", c) in offered
+                ]
+
+
+def _entity_view(entity: Any) -> dict[str, Any]:
+    if isinstance(entity, Entity):
+        return {"name": entity.name, "type": entity.type, "summary": entity.summary}
+    return {"name": entity["name"], "type": entity["type"], "summary": entity["summary"]}
+
+
+def _edge_view(edge: Edge, source: str, target: str) -> dict[str, Any]:
+    return {
+        "source": source,
+        "target": target,
+        "relation": edge.relation,
+        "fact": edge.fact,
+        "valid_at": edge.valid_at,
+    }

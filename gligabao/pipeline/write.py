@@ -1,0 +1,207 @@
+"""The store phase: one transaction per chunk, in document order, database work only.
+
+A chunk's transaction holds its artifact (unless an offline run stored it already), its
+summary, its entities and edges with their provenance links, the facts it closes, and
+its vectors; either all of it is stored or none. What earlier chunks of the document
+stored is looked up through the ids this writer hands out as it goes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from gligabao.pipeline.resolve import Extraction, Plan, Ref
+from gligabao.store import artifacts, graph, vectors
+from gligabao.store.db import now_iso, transaction
+
+EMBED = "embed"
+
+
+@dataclass
+class Piece:
+    """What the network gave one chunk (or the whole of an unchunked text)."""
+
+    index: int
+    text: str
+    chunk: Any | None  # gligabao.chunk.Chunk, None for an unchunked text
+    chunk_id: int | None = None  # set when an earlier (offline) run stored the chunk
+    extraction: Extraction | None = None
+    extract_inference: int | None = None
+    summary: str | None = None
+    summary_inference: int | None = None
+    summary_model: str | None = None
+    summary_reasoning: str | None = None
+    plan: Plan | None = None
+    vectors: dict[str, list[float]] = field(default_factory=dict)
+
+
+@dataclass
+class Written:
+    """What storing one piece did, for the response object."""
+
+    artifact_id: int
+    summary_id: int | None
+    entities: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    invalidated: list[dict[str, Any]]
+    embedded: dict[str, int]
+
+
+class Writer:
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        dataset_id: int,
+        document: dict[str, Any],
+        *,
+        embedded: bool,
+    ) -> None:
+        self.conn = conn
+        self.dataset_id = dataset_id
+        self.document = document
+        self.embedded = embedded
+        self._entity_ids: dict[tuple[int, int], int] = {}
+        self._edge_ids: dict[tuple[int, int], int] = {}
+
+    def _id(self, ref: Ref, ids: dict[tuple[int, int], int]) -> int | None:
+        if ref.kind == "db":
+            return ref.key
+        if ref.kind == "doc":
+            return ids.get(ref.key)
+        return None
+
+    def store(self, piece: Piece) -> Written:
+        doc = self.document
+        plan = piece.plan
+        assert plan is not None and piece.extraction is not None
+        session = doc["session_id"]
+        with transaction(self.conn):
+            summary_id = None
+            if piece.chunk is None:
+                artifact_id = doc["id"]
+            else:
+                artifact_id = piece.chunk_id or self._insert_chunk(piece)
+                summary_id = artifacts.insert_summary(
+                    self.conn,
+                    chunk_id=artifact_id,
+                    text=piece.summary or "",
+                    inference_id=piece.summary_inference,
+                )
+            entities, new_entities = self._entities(piece, plan, artifact_id, session)
+            edges, invalidated, new_edges = self._edges(piece, plan, artifact_id, session)
+            embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
+            artifacts.set_pending(self.conn, artifact_id, () if self.embedded else (EMBED,))
+        return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
+
+    def _insert_chunk(self, piece: Piece) -> int:
+        chunk = piece.chunk
+        return artifacts.insert_chunk(
+            self.conn,
+            document_id=self.document["id"],
+            text=chunk.text,
+            chunk_index=chunk.index,
+            start_offset=chunk.start_offset,
+            end_offset=chunk.end_offset,
+            tokens=chunk.tokens,
+            overlap_tokens=chunk.overlap_tokens,
+        )
+
+    def _entities(
+        self, piece: Piece, plan: Plan, artifact_id: int, session: str | None
+    ) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+        out, new = [], []
+        for i, entity in enumerate(piece.extraction.entities):
+            entity_id = self._id(plan.decisions.entities[i], self._entity_ids)
+            created = False
+            if entity_id is None:
+                entity_id, created = graph.upsert_entity(
+                    self.conn, self.dataset_id, entity.name, entity.type, entity.summary
+                )
+            self._entity_ids[(piece.index, i)] = entity_id
+            graph.link_entity(self.conn, entity_id, artifact_id, session)
+            if created:
+                new.append((i, entity_id))
+            out.append(
+                {"id": entity_id, "name": entity.name, "type": entity.type, "created": created}
+            )
+        return out, new
+
+    def _edges(
+        self, piece: Piece, plan: Plan, artifact_id: int, session: str | None
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[tuple[int, int]]]:
+        out, invalidated, new = [], [], []
+        entities = piece.extraction.entities
+        for j, edge in enumerate(piece.extraction.edges):
+            edge_id = self._id(plan.decisions.edges[j], self._edge_ids)
+            created = edge_id is None
+            valid_at = edge.valid_at or self.document["valid_at"]
+            if created:
+                edge_id = graph.insert_edge(
+                    self.conn,
+                    self.dataset_id,
+                    self._entity_ids[(piece.index, edge.source)],
+                    self._entity_ids[(piece.index, edge.target)],
+                    edge.relation,
+                    edge.fact,
+                    valid_at=valid_at,
+                    invalid_at=edge.invalid_at,
+                    artifact_id=artifact_id,
+                )
+                new.append((j, edge_id))
+                for ref, reason in plan.decisions.closes[j]:
+                    closed = self._id(ref, self._edge_ids)
+                    if closed and graph.close_edge(
+                        self.conn, closed, valid_at, now_iso(), by_edge_id=edge_id, reason=reason
+                    ):
+                        invalidated.append(
+                            {
+                                "id": closed,
+                                "invalid_at": valid_at,
+                                "invalidated_by": edge_id,
+                                "reason": reason,
+                            }
+                        )
+            self._edge_ids[(piece.index, j)] = edge_id
+            graph.link_edge(self.conn, edge_id, artifact_id, session)
+            out.append(
+                {
+                    "id": edge_id,
+                    "source": entities[edge.source].name,
+                    "target": entities[edge.target].name,
+                    "relation": edge.relation,
+                    "fact": edge.fact,
+                    "valid_at": valid_at,
+                    "invalid_at": edge.invalid_at,
+                    "created": created,
+                }
+            )
+        return out, invalidated, new
+
+    def _vectors(
+        self,
+        piece: Piece,
+        artifact_id: int,
+        summary_id: int | None,
+        new_entities: list[tuple[int, int]],
+        new_edges: list[tuple[int, int]],
+    ) -> dict[str, int]:
+        got = piece.vectors
+        rows: dict[str, list[vectors.VectorRow]] = {i: [] for i in vectors.INDEXES}
+        if self.embedded:
+            for i, entity_id in new_entities:
+                rows["entities"].append(vectors.entity_row(entity_id, got[f"entity:{i}"]))
+            for j, edge_id in new_edges:
+                rows["edges"].append(vectors.edge_row(edge_id, got[f"edge:{j}"]))
+            if piece.chunk is not None:
+                doc_id, index = self.document["id"], piece.chunk.index
+                rows["chunks"].append(vectors.chunk_row(artifact_id, doc_id, index, got["chunk"]))
+                rows["summaries"].append(
+                    vectors.summary_row(summary_id, artifact_id, doc_id, index, got["summary"])
+                )
+        for index, index_rows in rows.items():
+            if index_rows:
+                vectors.upsert_vectors(self.conn, self.dataset_id, index, index_rows)
+        return {index: len(index_rows) for index, index_rows in rows.items()}
