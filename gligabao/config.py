@@ -49,6 +49,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("mode", str, "auto", "how texts are cut", choices=MODES),
     Setting("tokenizer", str, "estimator", "estimator, or tiktoken:ENCODING for exact counts"),
     Setting("concurrency", int, 8, "LLM requests in flight at once", 1, 64),
+    Setting(
+        "busy_timeout", float, 10.0, "seconds to wait for a database another process locks", 0, 3600
+    ),
     Setting("contextual", bool, False, "write a situating context for each chunk (X1)"),
     Setting("llm.base_url", str, None, "OpenAI-compatible endpoint; else OPENAI_BASE_URL"),
     Setting("llm.api_key_env", str, "OPENAI_API_KEY", "environment variable holding the key"),

@@ -83,3 +83,10 @@ def _root(
 
 def main() -> None:
     app()
+
+
+def open_store(config: Any) -> Any:
+    """The database the configuration names, waiting `busy_timeout` for other writers."""
+    from gligabao.store import open_db
+
+    return open_db(config["database"], busy_timeout_ms=int(config["busy_timeout"] * 1000))

@@ -9,14 +9,13 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command
+from gligabao.cli.app import command, open_store
 from gligabao.cli.chunking import load
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.errors import ConfigError, ExitCode, GbError, InputError
 from gligabao.inputs import STDIN, read_source
 from gligabao.llm import LLM
 from gligabao.pipeline import Options, remember
-from gligabao.store import open_db
 
 
 @command("remember")
@@ -77,7 +76,7 @@ def remember_command(
         render.error("no input: name a PATH, or pipe text into `gb remember -`")
         raise typer.Exit(int(ExitCode.USAGE))
     names = paths or [STDIN]
-    conn = open_db(config["database"])
+    conn = open_store(config)
     llm = LLM(config)
     failures: list[GbError] = []
     for name in names:

@@ -8,9 +8,9 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command
+from gligabao.cli.app import command, open_store
 from gligabao.config import Config, load_config
-from gligabao.store import artifacts, datasets, forget, open_db, stats, vectors
+from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
 from gligabao.store.errors import NotFound
 
@@ -19,7 +19,7 @@ def _open(config_path: str | None, db: str | None, dataset: str | None = None):
     config: Config = load_config(config_path, {"database": db, "dataset": dataset})
     for message in config.warnings:
         render.warning(message)
-    return config, open_db(config["database"])
+    return config, open_store(config)
 
 
 def _dataset_id(conn, name: str) -> int:

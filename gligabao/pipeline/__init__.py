@@ -1,5 +1,5 @@
 """The remember pipeline: split, fetch concurrently, store each chunk in order."""
 
-from gligabao.pipeline.remember import ChunkFailed, Options, Outcome, remember
+from gligabao.pipeline.remember import ChunkFailed, FetchFailed, Options, Outcome, remember
 
-__all__ = ["ChunkFailed", "Options", "Outcome", "remember"]
+__all__ = ["ChunkFailed", "FetchFailed", "Options", "Outcome", "remember"]

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from typing import Any
 
 import apsw
@@ -26,11 +25,12 @@ from gligabao.chunk import cut
 from gligabao.config import Config
 from gligabao.errors import GbError, InputError
 from gligabao.inputs import Source
-from gligabao.llm import LLM, extract_graph_request, summarize_chunk_request
+from gligabao.llm import LLM, LLMError, extract_graph_request, summarize_chunk_request
 from gligabao.pipeline.calls import Calls, Spend
 from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batches
-from gligabao.pipeline.write import EMBED, Piece, Writer, Written
+from gligabao.pipeline.write import EMBED, Piece, Writer, Written, insert_chunk
 from gligabao.store import artifacts, datasets
+from gligabao.store.db import now_iso, query
 
 SUMMARY_KIND = "chunk_summary"
 OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED)
@@ -41,10 +41,18 @@ class ChunkFailed(GbError):
 
     def __init__(self, source: str, index: int, total: int, document_id: int, cause: str):
         super().__init__(
-            f"{source}: chunk {index + 1} of {total} failed: {cause}. Document {document_id} "
+            f"{source}: chunk {index + 1} of {total} failed: {cause.rstrip('. ')}. "
+            f"Document {document_id} "
             f"and its first {index} chunks are stored; run the same command again to finish it"
         )
         self.document_id = document_id
+
+
+class FetchFailed(GbError):
+    """An extraction or summary failed before anything of the document was stored."""
+
+    def __init__(self, source: str, where: str, cause: str):
+        super().__init__(f"{source}: {where}{cause}; nothing of it was stored")
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,15 @@ class _Run:
         n = len(result.chunks)
         self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
         document = artifacts.find_document(self.conn, self.dataset.id, self.source.sha256)
+        # One moment per document: the stored valid_at / reference_time, and the reference
+        # time in every extraction prompt. A rerun reads it back from the stored parent, so
+        # its requests hash the same and the answers already paid for are reused (R11).
+        self.valid_at = self.options.valid_at or now_iso()
+        self.reference = self.options.reference_time or self.valid_at
         stored = {}
         if document is not None:
+            self.valid_at = document["valid_at"]
+            self.reference = document["reference_time"] or document["valid_at"]
             if document["status"] == "complete" and not artifacts.pending_stages(document):
                 return self._outcome(document, [], "unchanged")
             stored = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
@@ -134,7 +149,7 @@ class _Run:
             document = self._store_parent(result, pending=OFFLINE_STAGES)
             for piece in pieces:
                 if piece.chunk is not None:
-                    piece.chunk_id = _insert_chunk(
+                    piece.chunk_id = insert_chunk(
                         self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
                     )
             # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
@@ -148,10 +163,17 @@ class _Run:
 
     async def _fetch(self, todo: list[Piece], n: int) -> None:
         """Extraction and summaries of every piece at once; nothing is stored if one fails."""
-        reference = self.options.reference_time or self.options.valid_at or _now()
+        reference = self.reference
+
+        async def ask(piece: Piece, request):
+            try:
+                return await self.calls.ask(request)
+            except LLMError as exc:  # name the input and the chunk, not only the call
+                where = f"chunk {piece.index + 1} of {n}: " if piece.chunk is not None else ""
+                raise FetchFailed(self.source.name, where, str(exc)) from exc
 
         async def extract(piece: Piece) -> None:
-            asked = await self.calls.ask(extract_graph_request(piece.text, reference))
+            asked = await ask(piece, extract_graph_request(piece.text, reference))
             piece.extraction = Extraction.from_answer(asked.value)
             piece.extract_inference = asked.inference_id
             self.step(
@@ -161,7 +183,7 @@ class _Run:
             )
 
         async def summarize(piece: Piece) -> None:
-            asked = await self.calls.ask(summarize_chunk_request(piece.text))
+            asked = await ask(piece, summarize_chunk_request(piece.text))
             piece.summary = asked.value["summary"].strip()
             piece.summary_inference = asked.inference_id
             piece.summary_model, piece.summary_reasoning = asked.model, asked.reasoning
@@ -190,12 +212,17 @@ class _Run:
         resolver = Resolver(self.conn, self.dataset.id)
         for piece in todo:
             piece.plan = resolver.plan(piece.index, piece.extraction)
+            self.step(
+                "load_candidates",
+                f"{piece.plan.undecided} items left for the LLM{_of(piece, n)}",
+                undecided=piece.plan.undecided,
+            )
         resolving = {}
         for batch in batches([p.plan for p in todo]):
             task = asyncio.ensure_future(self._resolve(batch))
             for plan in batch.plans:
                 resolving[plan.index] = task
-        embedding = {p.index: asyncio.ensure_future(self._embed(p)) for p in todo if embedded}
+        embedding = {p.index: asyncio.ensure_future(self._embed(p, n)) for p in todo if embedded}
         if document is None:
             document = self._store_parent(result, pending=())
         self.step("store_parent_artifact", f"document {document['id']}", artifact_id=document["id"])
@@ -237,7 +264,7 @@ class _Run:
             f"{len(batch.plans)} chunks from chunk {first + 1}",
         )
 
-    async def _embed(self, piece: Piece) -> None:
+    async def _embed(self, piece: Piece, n: int) -> None:
         """One request for everything a piece yields (R5); new items' vectors are kept."""
         keys, texts = [], []
         for i, entity in enumerate(piece.extraction.entities):
@@ -251,7 +278,7 @@ class _Run:
             texts += [artifacts.embedded_text(piece.text, None), piece.summary or ""]
         vectors = await self.calls.embed(texts)
         piece.vectors = dict(zip(keys, vectors, strict=True))
-        self.step("embed", f"{len(texts)} texts{_of(piece, 0)}")
+        self.step("embed", f"{len(texts)} texts{_of(piece, n)}")
 
     def _store_parent(self, result, pending) -> dict[str, Any]:
         options = self.options
@@ -261,8 +288,8 @@ class _Run:
             text=self.source.text,
             kind=options.kind,
             session_id=options.session,
-            valid_at=options.valid_at,
-            reference_time=options.reference_time,
+            valid_at=self.valid_at,
+            reference_time=self.reference,
             source=self.source.name,
             content_sha256=self.source.sha256,
             tokens=result.tokens,
@@ -326,8 +353,6 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
 
 
 def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:
-    from gligabao.store.db import query
-
     return query(
         conn,
         """SELECT c.*, s.id AS summary_id, s.text AS summary_text, s.inference_id AS s_inf,
@@ -359,26 +384,8 @@ def _needs_work(chunk_row: dict[str, Any] | None) -> bool:
     return chunk_row is None or bool(artifacts.pending_stages(chunk_row))
 
 
-def _insert_chunk(conn, document_id: int, chunk, *, pending) -> int:
-    return artifacts.insert_chunk(
-        conn,
-        document_id=document_id,
-        text=chunk.text,
-        chunk_index=chunk.index,
-        start_offset=chunk.start_offset,
-        end_offset=chunk.end_offset,
-        tokens=chunk.tokens,
-        overlap_tokens=chunk.overlap_tokens,
-        pending=pending,
-    )
-
-
 def _of(piece: Piece, n: int) -> str:
     return f" (chunk {piece.index + 1} of {n})" if piece.chunk is not None else ""
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 async def _all_or_nothing(jobs) -> None:

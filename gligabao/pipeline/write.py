@@ -83,7 +83,9 @@ class Writer:
             if piece.chunk is None:
                 artifact_id = doc["id"]
             else:
-                artifact_id = piece.chunk_id or self._insert_chunk(piece)
+                artifact_id = piece.chunk_id or insert_chunk(
+                    self.conn, self.document["id"], piece.chunk
+                )
                 summary_id = artifacts.insert_summary(
                     self.conn,
                     chunk_id=artifact_id,
@@ -95,19 +97,6 @@ class Writer:
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
             artifacts.set_pending(self.conn, artifact_id, () if self.embedded else (EMBED,))
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
-
-    def _insert_chunk(self, piece: Piece) -> int:
-        chunk = piece.chunk
-        return artifacts.insert_chunk(
-            self.conn,
-            document_id=self.document["id"],
-            text=chunk.text,
-            chunk_index=chunk.index,
-            start_offset=chunk.start_offset,
-            end_offset=chunk.end_offset,
-            tokens=chunk.tokens,
-            overlap_tokens=chunk.overlap_tokens,
-        )
 
     def _entities(
         self, piece: Piece, plan: Plan, artifact_id: int, session: str | None
@@ -205,3 +194,20 @@ class Writer:
             if index_rows:
                 vectors.upsert_vectors(self.conn, self.dataset_id, index, index_rows)
         return {index: len(index_rows) for index, index_rows in rows.items()}
+
+
+def insert_chunk(
+    conn: apsw.Connection, document_id: int, chunk: Any, pending: tuple[str, ...] = ()
+) -> int:
+    """Store one chunk of a cut (gligabao.chunk.Chunk) under its document."""
+    return artifacts.insert_chunk(
+        conn,
+        document_id=document_id,
+        text=chunk.text,
+        chunk_index=chunk.index,
+        start_offset=chunk.start_offset,
+        end_offset=chunk.end_offset,
+        tokens=chunk.tokens,
+        overlap_tokens=chunk.overlap_tokens,
+        pending=pending,
+    )
