@@ -97,6 +97,7 @@ class _Run:
         self.trajectory: list[dict[str, Any]] = []
         self.dataset = datasets.get_or_create_dataset(conn, options.dataset)
         self.calls = Calls(conn, llm, self.dataset.id)
+        self.embedding: dict[int, asyncio.Future[None]] = {}  # started as extractions land
 
     def step(self, name: str, message: str, **data: Any) -> None:
         if self.options.trace:
@@ -133,6 +134,14 @@ class _Run:
         todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
         if not self.llm.available:
             return self._offline(document, result, pieces)
+        if self.llm.embeddings_available:
+            # Before any call: a dataset embedded with another model is refused for free.
+            datasets.set_embedding(
+                self.conn,
+                self.dataset.id,
+                self.config["embeddings.model"],
+                self.config["embeddings.dimensions"],
+            )
         await self._fetch(todo, n)
         return await self._store(document, result, todo, n)
 
@@ -195,34 +204,33 @@ class _Run:
                 reasoning=asked.reasoning,
             )
 
-        jobs = [extract(p) for p in todo] + [summarize(p) for p in todo if p.chunk is not None]
-        await _all_or_nothing(jobs)
+        async def fetch(piece: Piece) -> None:
+            await asyncio.gather(
+                extract(piece), *([summarize(piece)] if piece.chunk is not None else ())
+            )
+            if self.llm.embeddings_available:
+                # Its embeddings need nothing from other chunks: ask now, not after all.
+                self.embedding[piece.index] = asyncio.ensure_future(self._embed(piece))
+
+        try:
+            await _all_or_nothing([fetch(p) for p in todo])
+        except BaseException:
+            await _cancel(self.embedding.values())
+            raise
 
     # ---- store
 
     async def _store(self, document, result, todo: list[Piece], n: int) -> Outcome:
         embedded = self.llm.embeddings_available
-        if embedded:
-            datasets.set_embedding(
-                self.conn,
-                self.dataset.id,
-                self.config["embeddings.model"],
-                self.config["embeddings.dimensions"],
-            )
         resolver = Resolver(self.conn, self.dataset.id)
         for piece in todo:
             piece.plan = resolver.plan(piece.index, piece.extraction)
-            self.step(
-                "load_candidates",
-                f"{piece.plan.undecided} items left for the LLM{_of(piece, n)}",
-                undecided=piece.plan.undecided,
-            )
         resolving = {}
         for batch in batches([p.plan for p in todo]):
             task = asyncio.ensure_future(self._resolve(batch))
             for plan in batch.plans:
                 resolving[plan.index] = task
-        embedding = {p.index: asyncio.ensure_future(self._embed(p, n)) for p in todo if embedded}
+        embedding = self.embedding
         if document is None:
             document = self._store_parent(result, pending=())
         self.step("store_parent_artifact", f"document {document['id']}", artifact_id=document["id"])
@@ -239,6 +247,17 @@ class _Run:
                     raise ChunkFailed(
                         self.source.name, piece.index, max(n, 1), document["id"], str(exc)
                     ) from exc
+                # The trajectory tells each chunk's story in the order of R7, whenever its
+                # network answers actually arrived.
+                self.step(
+                    "load_candidates",
+                    f"{piece.plan.undecided} items left for the LLM{_of(piece, n)}",
+                    undecided=piece.plan.undecided,
+                )
+                if piece.index in resolving:
+                    self.step("resolve", f"decided by a batched resolve call{_of(piece, n)}")
+                if piece.index in embedding:
+                    self.step("embed", f"{len(piece.vectors)} texts{_of(piece, n)}")
                 written.append(writer.store(piece))
                 self.step(
                     "store_artifact",
@@ -246,8 +265,7 @@ class _Run:
                     artifact_id=written[-1].artifact_id,
                 )
         finally:
-            for task in [*resolving.values(), *embedding.values()]:
-                task.cancel()
+            await _cancel([*resolving.values(), *embedding.values()])
         artifacts.set_pending(self.conn, document["id"], () if embedded else (EMBED,))
         artifacts.update_status(self.conn, document["id"], "complete")
         document = artifacts.get_artifact(self.conn, document["id"])
@@ -255,16 +273,10 @@ class _Run:
         return self._outcome(document, written, status)
 
     async def _resolve(self, batch) -> None:
-        first = batch.plans[0].index
         asked = await self.calls.ask(batch.request)
         apply_answer(batch, asked.value)
-        self.step(
-            "resolve",
-            f"{sum(p.undecided for p in batch.plans)} items of "
-            f"{len(batch.plans)} chunks from chunk {first + 1}",
-        )
 
-    async def _embed(self, piece: Piece, n: int) -> None:
+    async def _embed(self, piece: Piece) -> None:
         """One request for everything a piece yields (R5); new items' vectors are kept."""
         keys, texts = [], []
         for i, entity in enumerate(piece.extraction.entities):
@@ -278,7 +290,6 @@ class _Run:
             texts += [artifacts.embedded_text(piece.text, None), piece.summary or ""]
         vectors = await self.calls.embed(texts)
         piece.vectors = dict(zip(keys, vectors, strict=True))
-        self.step("embed", f"{len(texts)} texts{_of(piece, n)}")
 
     def _store_parent(self, result, pending) -> dict[str, Any]:
         options = self.options
@@ -386,6 +397,14 @@ def _needs_work(chunk_row: dict[str, Any] | None) -> bool:
 
 def _of(piece: Piece, n: int) -> str:
     return f" (chunk {piece.index + 1} of {n})" if piece.chunk is not None else ""
+
+
+async def _cancel(tasks) -> None:
+    """Cancel what is still running and wait for it, so no request outlives the run."""
+    tasks = list(tasks)
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 async def _all_or_nothing(jobs) -> None:
