@@ -22,9 +22,8 @@ calls and embeddings requests per chunk. Two scenarios: the main one (`--chunks`
 `--latency`; default 100 chunks at 300 ms per call) and the issue's "Done when" one (60
 chunks at 250 ms per call, with its three checks printed). `--compare-concurrency`
 adds runs of the main scenario at `--concurrency 1` (about 4 minutes more at the
-defaults). `--tcp-nodelay` sets TCP_NODELAY on the test server's sockets: it sends an
-answer's headers and body in two writes, so on loopback a small (chat) answer waits for
-the client's delayed ACK, about 40 ms a call that a real endpoint does not add.
+defaults). The test server
+sends with TCP_NODELAY, so no Nagle delay on loopback is counted in.
 
 Run from the repository root::
 
@@ -679,21 +678,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-inprocess", action="store_true", help="skip the instrumented in-process runs"
     )
-    parser.add_argument(
-        "--tcp-nodelay",
-        action="store_true",
-        help="set TCP_NODELAY on the test server's sockets (it writes headers and body "
-        "apart, so small answers wait ~40 ms for a delayed ACK on loopback)",
-    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
     if args.chunks < 2:
         parser.error("--chunks must be at least 2")
     out = sys.stderr if args.json else sys.stdout
-    if args.tcp_nodelay:
-        import tests.llm_server
-
-        tests.llm_server._Handler.disable_nagle_algorithm = True  # socketserver's own switch
 
     def log(line: str) -> None:
         print(line, file=out, flush=True)
@@ -703,7 +692,6 @@ def main(argv: list[str] | None = None) -> int:
     log(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
         f"gligabao {__version__}; test server tests/llm_server.py in this process"
-        + (" with TCP_NODELAY" if args.tcp_nodelay else "")
     )
     scenarios = [Scenario("main", args.chunks, args.latency)]
     if not args.no_done_when:
@@ -723,7 +711,6 @@ def main(argv: list[str] | None = None) -> int:
             "cpus": os.cpu_count(),
             "gligabao": __version__,
             "dimensions": args.dimensions,
-            "tcp_nodelay": args.tcp_nodelay,
             "sequential_design": "sum over every request of its served duration (server side)",
             "scenarios": [scenario_json(sc) for sc in scenarios],
             "total_s": total,
