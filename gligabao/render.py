@@ -7,6 +7,7 @@ import sys
 from typing import Any
 
 from rich.console import Console
+from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -158,8 +159,6 @@ def _money(cost: float | None, priced: bool = True) -> str:
 
 
 def remember_panel(source: str, outcome: Any) -> None:
-    from rich.panel import Panel
-
     r = outcome.response
     spend = outcome.spend
     created = sum(1 for e in r["entities"] if e.get("created"))

@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 
 import typer
 
 from gligabao import render
-from gligabao.chunk import IMPLEMENTED_MODES, cut
+from gligabao.chunk import cut
 from gligabao.cli import options
-from gligabao.cli.app import command
-from gligabao.config import Config, load_config
-from gligabao.errors import ConfigError, ExitCode, InputError
+from gligabao.cli.app import command, configure
+from gligabao.errors import ExitCode, InputError
 from gligabao.inputs import STDIN, read_source
-
-
-def load(config_path: str | None, **flags: object) -> Config:
-    """Load the configuration, print its warnings, refuse what is not built yet."""
-    config = load_config(config_path, flags)
-    for message in config.warnings:
-        render.warning(message)
-    if config["mode"] not in IMPLEMENTED_MODES:
-        raise ConfigError(
-            f"mode = {config['mode']!r} (from {config.sources['mode']}) is not available yet: "
-            f"markdown and code modes come in a later version; use one of "
-            f"{', '.join(IMPLEMENTED_MODES)}"
-        )
-    return config
 
 
 @command("chunk-preview")
@@ -43,12 +29,15 @@ def chunk_preview(
 
     Example: gb chunk-preview notes.md --chunk-size 512 --overlap 10
     """
-    config = load(
+    config = configure(
         config_path,
-        chunk_size=chunk_size,
-        chunk_overlap_percent=overlap,
-        mode=mode,
-        tokenizer=tokenizer,
+        {
+            "chunk_size": chunk_size,
+            "chunk_overlap_percent": overlap,
+            "mode": mode,
+            "tokenizer": tokenizer,
+        },
+        cutting=True,
     )
     settings = config.chunk_settings()
     if not paths and sys.stdin.isatty():
@@ -96,10 +85,7 @@ def show_config(
         "mode": mode,
         "tokenizer": tokenizer,
     }
-    config = load_config(config_path, flags)
-    for message in config.warnings:
-        render.warning(message)
-    rows = config.shown()
+    rows = configure(config_path, flags).shown()
     if as_json:
         render.json_line({key: {"value": _plain(v), "source": s} for key, v, s in rows})
     else:
@@ -107,6 +93,4 @@ def show_config(
 
 
 def _plain(value: object) -> object:
-    if hasattr(value, "__dataclass_fields__"):
-        return {k: getattr(value, k) for k in value.__dataclass_fields__}
-    return value
+    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value

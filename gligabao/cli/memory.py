@@ -9,8 +9,7 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, open_store
-from gligabao.cli.chunking import load
+from gligabao.cli.app import command, configure, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.errors import ConfigError, ExitCode, GbError, InputError
 from gligabao.inputs import STDIN, read_source
@@ -62,7 +61,7 @@ def remember_command(
     }
     flags.update(_stage_flags("models", model, None))
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))
-    config = load(config_path, **flags)
+    config = configure(config_path, flags, cutting=True)
     valid = _iso("--valid-at", valid_at)
     run_options = Options(
         dataset=config["dataset"],

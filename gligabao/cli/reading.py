@@ -8,17 +8,14 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, open_store
-from gligabao.config import Config, load_config
+from gligabao.cli.app import command, configure, open_store
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
 from gligabao.store.errors import NotFound
 
 
 def _open(config_path: str | None, db: str | None, dataset: str | None = None):
-    config: Config = load_config(config_path, {"database": db, "dataset": dataset})
-    for message in config.warnings:
-        render.warning(message)
+    config = configure(config_path, {"database": db, "dataset": dataset})
     return config, open_store(config)
 
 

@@ -32,7 +32,6 @@ from gligabao.pipeline.write import EMBED, Piece, Writer, Written, insert_chunk
 from gligabao.store import artifacts, datasets
 from gligabao.store.db import now_iso, query
 
-SUMMARY_KIND = "chunk_summary"
 OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED)
 
 
@@ -80,8 +79,8 @@ def remember(
     conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
 ) -> Outcome:
     """Remember one input: see the module docstring for the order of things."""
-    if options.kind == SUMMARY_KIND:
-        raise InputError(source.name, f"--kind {SUMMARY_KIND} is made only by gb itself")
+    if options.kind == artifacts.SUMMARY_KIND:
+        raise InputError(source.name, f"--kind {artifacts.SUMMARY_KIND} is made only by gb itself")
     return asyncio.run(_Run(conn, source, config, llm, options).run())
 
 
@@ -184,7 +183,6 @@ class _Run:
         async def extract(piece: Piece) -> None:
             asked = await ask(piece, extract_graph_request(piece.text, reference))
             piece.extraction = Extraction.from_answer(asked.value)
-            piece.extract_inference = asked.inference_id
             self.step(
                 "extract_graph",
                 f"{len(piece.extraction.entities)} entities, "
@@ -195,7 +193,6 @@ class _Run:
             asked = await ask(piece, summarize_chunk_request(piece.text))
             piece.summary = asked.value["summary"].strip()
             piece.summary_inference = asked.inference_id
-            piece.summary_model, piece.summary_reasoning = asked.model, asked.reasoning
             self.step(
                 "summarize_chunk",
                 f"summary by {asked.model}{_of(piece, n)}",
@@ -366,7 +363,7 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
 def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:
     return query(
         conn,
-        """SELECT c.*, s.id AS summary_id, s.text AS summary_text, s.inference_id AS s_inf,
+        """SELECT c.*, s.id AS summary_id, s.text AS summary_text,
                   s.inference_id AS summary_inference, m.name AS summary_model,
                   i.reasoning AS summary_reasoning
            FROM gb_artifacts c

@@ -29,11 +29,8 @@ class Piece:
     chunk: Any | None  # gligabao.chunk.Chunk, None for an unchunked text
     chunk_id: int | None = None  # set when an earlier (offline) run stored the chunk
     extraction: Extraction | None = None
-    extract_inference: int | None = None
     summary: str | None = None
     summary_inference: int | None = None
-    summary_model: str | None = None
-    summary_reasoning: str | None = None
     plan: Plan | None = None
     vectors: dict[str, list[float]] = field(default_factory=dict)
 
