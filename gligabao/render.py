@@ -315,3 +315,83 @@ def inferences_table(rows: list[dict[str, Any]]) -> None:
             row["created_at"],
         )
     stdout.print(table)
+
+
+# --- batches -----------------------------------------------------------------
+
+
+def notice(message: str) -> None:
+    stderr.print(Text(f"gb: {message}"))
+
+
+def result_json(result: Any) -> dict[str, Any]:
+    """One JSON line per input: where it came from, how it ended, and its response."""
+    line: dict[str, Any] = {"source": result.name, "status": result.status}
+    if result.error is not None:
+        line["error"] = str(result.error)
+    if result.outcome is not None:
+        line.update(result.outcome.response)
+    return line
+
+
+def result_line(result: Any) -> None:
+    r = result.outcome.response
+    chunks = f"{len(r['chunks'])} chunks" if "chunks" in r else "not chunked"
+    stdout.print(
+        Text(
+            f"{result.status:<10} {result.name} -> document {r['artifact_id']} ({chunks}, "
+            f"{len(r['entities'])} entities, {len(r['edges'])} edges)"
+        )
+    )
+
+
+def tally_summary(tally: Any) -> str:
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(tally.by_status.items()))
+    cost = _money(tally.cost, tally.priced) if tally.tokens else "$0"
+    return (
+        f"{tally.done} inputs: {counts or 'none'}; {tally.chunks:,} chunks, "
+        f"{tally.tokens:,} tokens, cost {cost}, {tally.elapsed:.1f} s"
+    )
+
+
+class BatchProgress:
+    """Files done of all, chunks, tokens, cost and time left, on stderr, only on a terminal."""
+
+    def __init__(self, tally: Any, *, enabled: bool) -> None:
+        self.tally = tally
+        self.progress = None
+        if enabled and stderr.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("remembering"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("{task.fields[detail]}"),
+                TimeRemainingColumn(),
+                console=stderr,
+            )
+            self.task = self.progress.add_task("files", total=tally.total, detail="")
+
+    def __enter__(self) -> BatchProgress:
+        if self.progress is not None:
+            self.progress.start()
+        return self
+
+    def update(self) -> None:
+        if self.progress is None:
+            return
+        t = self.tally
+        cost = _money(t.cost, t.priced) if t.tokens else "$0"
+        detail = f"{t.chunks:,} chunks, {t.tokens:,} tokens, {cost}"
+        self.progress.update(self.task, completed=t.done, detail=detail)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()

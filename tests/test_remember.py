@@ -153,7 +153,12 @@ def gb(gb_cli, *args: str, code: int = 0) -> Any:
 def remember_json(gb_cli, *args: str) -> dict[str, Any]:
     result = gb(gb_cli, "remember", *args, "--json")
     (line,) = result.stdout.splitlines()
-    return json.loads(line)
+    response = json.loads(line)
+    # Every --json line says where it came from and how it ended, then the R7 object.
+    assert list(response)[:2] == ["source", "status"]
+    assert response.pop("source") in args
+    assert response.pop("status") in {"remembered", "completed", "unchanged", "offline"}
+    return response
 
 
 def rows(sql: str, params: Any = ()) -> list[dict[str, Any]]:
@@ -722,7 +727,9 @@ def test_trace_has_every_step_in_order(gb_cli, online) -> None:
     assert names.count("embed") == names.count("store_artifact") == n
 
     shown = gb(gb_cli, "remember", str(path), "--chunk-size", "400", "--trace").stdout
-    assert "chunk_text" in shown  # already complete: the human trace still prints
+    # Already complete: the trace says so, and nothing was cut or asked again.
+    assert "unchanged" in shown and "already stored whole as document" in shown
+    assert "chunk_text" not in shown
 
 
 # ------------------------------------------------------------------ 13. concurrency

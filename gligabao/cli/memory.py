@@ -11,10 +11,13 @@ from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
-from gligabao.errors import ConfigError, ExitCode, GbError, InputError
-from gligabao.inputs import STDIN, read_source
+from gligabao.discover import discover
+from gligabao.errors import ConfigError, ExitCode
+from gligabao.inputs import STDIN
 from gligabao.llm import LLM
-from gligabao.pipeline import Options, remember
+from gligabao.pipeline import Options
+from gligabao.pipeline.batch import Result, Tally, remember_all
+from gligabao.pipeline.calls import Budget
 
 
 @command("remember")
@@ -39,6 +42,30 @@ def remember_command(
     overlap: options.Overlap = None,
     mode: options.Mode = None,
     tokenizer: options.TokenizerSpec = None,
+    recursive: bool = typer.Option(
+        False, "-r", "--recursive", help="Remember the files in folders given, and below."
+    ),
+    glob: list[str] = typer.Option(
+        None, "--glob", help="With -r, only files matching PATTERN (repeatable), e.g. '*.md'."
+    ),
+    files_from: str = typer.Option(
+        None, "--files-from", help="Read the paths to remember from FILE, one a line; - for stdin."
+    ),
+    null: bool = typer.Option(
+        False, "-0", "--null", help="--files-from paths are NUL-separated (find -print0)."
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Remember inputs again even when already stored whole."
+    ),
+    max_cost: float = typer.Option(
+        None,
+        "--max-cost",
+        min=0,
+        help="Stop before the run's LLM cost passes USD (needs [prices]).",
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Print only errors (and --json lines)."
+    ),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
     trace: options.Trace = False,
@@ -48,7 +75,12 @@ def remember_command(
     Run it again on the same input to finish a document a failure left halfway, or one
     stored offline (without an LLM endpoint); a document already complete is unchanged.
 
+    Many inputs overlap their LLM calls; an input already stored whole is reported
+    unchanged and costs nothing; a changed file is stored as a new version that supersedes
+    the old one. One bad input never stops the others (exit code 4: partial).
+
     Example: gb remember notes.md    cat mail.txt | gb remember - --session inbox
+    Example: find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
     flags: dict[str, object] = {
         "database": db,
@@ -70,37 +102,58 @@ def remember_command(
         valid_at=valid,
         reference_time=_iso("--reference-time", reference_time) or valid,
         trace=trace,
+        force=force,
     )
-    if not paths and sys.stdin.isatty():
+    if not paths and not files_from and sys.stdin.isatty():
         render.error("no input: name a PATH, or pipe text into `gb remember -`")
         raise typer.Exit(int(ExitCode.USAGE))
-    names = paths or [STDIN]
+    found = discover(
+        paths or ([] if files_from else [STDIN]),
+        recursive=recursive,
+        globs=glob or (),
+        files_from=files_from,
+        null_sep=null,
+    )
+    if not quiet:
+        for skipped in found.skipped:
+            render.notice(f"skipped {skipped.path}: {skipped.reason}")
+    budget = None
+    if max_cost is not None:
+        budget = Budget(config, max_cost)
+        missing = budget.missing_prices(("extract_graph", "summarize_chunk", "resolve"))
+        if missing:
+            raise ConfigError(
+                f"--max-cost needs a price for every model it may call; add [prices] entries "
+                f"for {', '.join(missing)} to gligabao.toml"
+            )
     conn = open_store(config)
     llm = LLM(config)
-    failures: list[GbError] = []
-    for name in names:
-        try:
-            source = read_source(name)
-            outcome = remember(conn, source, config, llm, run_options)
-        except GbError as exc:
-            if len(names) == 1:
-                raise
-            render.error(str(exc))
-            failures.append(exc)
-            continue
-        for notice in outcome.notices:
+    batch = len(found.inputs) > 1
+    tally = Tally(total=len(found.inputs))
+    with render.BatchProgress(tally, enabled=batch and not quiet) as progress:
+
+        def report(result: Result) -> None:
+            tally.add(result)
+            progress.update()
+            if result.error is not None:
+                render.error(str(result.error))
+            if as_json:
+                render.json_line(render.result_json(result))
+            elif result.outcome is not None and not quiet:
+                if batch:
+                    render.result_line(result)
+                else:
+                    render.remember_panel(result.name, result.outcome)
+                if trace:
+                    render.trajectory(result.outcome.trajectory)
+
+        remember_all(conn, found.inputs, config, llm, run_options, report, budget)
+    if not quiet:
+        for notice in tally.notices:
             render.warning(notice)
-        if as_json:
-            render.json_line(outcome.response)
-        else:
-            render.remember_panel(name, outcome)
-            if trace:
-                render.trajectory(outcome.trajectory)
-    if failures:
-        everything = len(failures) == len(names)
-        if everything and all(isinstance(f, InputError) for f in failures):
-            raise typer.Exit(int(ExitCode.BAD_INPUT))
-        raise typer.Exit(int(ExitCode.FAILURE if everything else ExitCode.PARTIAL))
+    if batch and not quiet:
+        render.notice(render.tally_summary(tally))
+    raise typer.Exit(int(tally.exit_code()))
 
 
 def _stage_flags(

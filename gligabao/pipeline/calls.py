@@ -7,13 +7,21 @@ paid for, and the next run of the same input finds the answer instead of asking 
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
-from gligabao.llm import LLM, ChatRequest, Inference, load_answer
+from gligabao.chunk import ESTIMATOR
+from gligabao.config import Config
+from gligabao.errors import ExitCode, GbError
+from gligabao.llm import LLM, ChatRequest, Inference, LLMError, load_answer
 from gligabao.store import inferences
+
+# Added to the estimated prompt so that an estimate stays above what the API bills:
+# the estimator counts English a little high, other tokenizers may count some text higher.
+_PROMPT_MARGIN = 1.25
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,13 +60,60 @@ class Spend:
             self.cost += inference.cost
 
 
+class BudgetReached(GbError):
+    """A call would have taken the running cost past --max-cost; it was not made."""
+
+    exit_code = ExitCode.PARTIAL
+
+
+class Budget:
+    """--max-cost: a call is made only if, at the most it can cost, the total stays within.
+
+    Each call reserves its worst case (its prompt estimated generously, its whole output
+    budget) before it starts and settles at what it cost, so calls running at once can
+    never pass the limit together.
+    """
+
+    def __init__(self, config: Config, limit: float) -> None:
+        self.config = config
+        self.limit = limit
+        self.spent = 0.0
+        self._reserved = 0.0
+        self.reached = False
+
+    def missing_prices(self, stages: tuple[str, ...]) -> list[str]:
+        """Models the budget could not price: it needs [prices] for each one in use."""
+        models = {self.config.model_for(s) for s in stages} | {self.config["embeddings.model"]}
+        return sorted(m for m in models if m not in self.config.prices)
+
+    def reserve(self, model: str, prompt: str, max_output_tokens: int) -> float:
+        price = self.config.prices.get(model)
+        tokens = int(ESTIMATOR.count(prompt) * _PROMPT_MARGIN) + 16
+        worst = price.cost(tokens, max_output_tokens) if price else 0.0
+        if self.spent + self._reserved + worst > self.limit:
+            self.reached = True
+            raise BudgetReached(
+                f"stopped at --max-cost ${self.limit:g}: ${self.spent:.4f} spent, and the next "
+                f"{model} call could cost up to ${worst:.4f}"
+            )
+        self._reserved += worst
+        return worst
+
+    def settle(self, reserved: float, cost: float | None) -> None:
+        self._reserved -= reserved
+        self.spent += reserved if cost is None else cost
+
+
 class Calls:
     """The LLM of one run, bound to the database that records its answers."""
 
-    def __init__(self, conn: apsw.Connection, llm: LLM, dataset_id: int) -> None:
+    def __init__(
+        self, conn: apsw.Connection, llm: LLM, dataset_id: int, budget: Budget | None = None
+    ) -> None:
         self.conn = conn
         self.llm = llm
         self.dataset_id = dataset_id
+        self.budget = budget
         self.spend = Spend()
 
     async def ask(self, request: ChatRequest) -> Asked:
@@ -70,7 +125,11 @@ class Calls:
             reasoning = self.llm.config.reasoning_for(request.stage)
             value = load_answer(request, cached.answer)
             return Asked(value, cached.inference_id, cached.model_name, reasoning, True)
-        answer = await self.llm.chat(request)
+        prompt = "\n".join(m["content"] for m in request.messages)
+        model = self.llm.config.model_for(request.stage)
+        async with self._budgeted(model, prompt, request.max_output_tokens) as paid:
+            answer = await self.llm.chat(request)
+            paid.append(answer.inference.cost)
         inference_id = self._record(answer.inference)
         return Asked(
             answer.value, inference_id, answer.inference.model, answer.inference.reasoning, False
@@ -80,9 +139,27 @@ class Calls:
         """One embeddings request for all of ``texts`` (R5), recorded as an inference."""
         if not texts:
             return []
-        result = await self.llm.embed(texts)
+        async with self._budgeted(self.llm.config["embeddings.model"], "\n".join(texts), 0) as paid:
+            result = await self.llm.embed(texts)
+            paid.append(result.inference.cost)
         self._record(result.inference)
         return result.vectors
+
+    @contextlib.asynccontextmanager
+    async def _budgeted(self, model: str, prompt: str, max_output: int):
+        """Reserve a call's worst cost in the budget, settle at what it cost."""
+        paid: list[float | None] = []
+        if self.budget is None:
+            yield paid
+            return
+        reserved = self.budget.reserve(model, prompt, max_output)
+        try:
+            yield paid
+        except LLMError as exc:  # a rejected answer may still have been billed
+            paid.append(exc.inference.cost if exc.inference else None)
+            raise
+        finally:
+            self.budget.settle(reserved, paid[-1] if paid else None)
 
     def _record(self, inference: Inference) -> int:
         self.spend.add(inference)

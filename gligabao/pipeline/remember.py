@@ -16,6 +16,7 @@ still to do marked on them, and a later run with one completes exactly those.
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,11 +27,11 @@ from gligabao.config import Config
 from gligabao.errors import GbError, InputError
 from gligabao.inputs import Source
 from gligabao.llm import LLM, LLMError, extract_graph_request, summarize_chunk_request
-from gligabao.pipeline.calls import Calls, Spend
+from gligabao.pipeline.calls import Budget, Calls, Spend
 from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batches
 from gligabao.pipeline.write import EMBED, Piece, Writer, Written, insert_chunk
-from gligabao.store import artifacts, datasets
-from gligabao.store.db import now_iso, query
+from gligabao.store import artifacts, datasets, graph
+from gligabao.store.db import now_iso, query, transaction
 
 OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED)
 
@@ -62,6 +63,7 @@ class Options:
     valid_at: str | None = None
     reference_time: str | None = None
     trace: bool = False
+    force: bool = False  # remember again even when the same text is already stored whole
 
 
 @dataclass
@@ -79,14 +81,40 @@ def remember(
     conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
 ) -> Outcome:
     """Remember one input: see the module docstring for the order of things."""
+
+    async def run() -> Outcome:
+        try:
+            return await remember_async(conn, source, config, llm, options)
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(run())
+
+
+async def remember_async(
+    conn: apsw.Connection,
+    source: Source,
+    config: Config,
+    llm: LLM,
+    options: Options,
+    budget: Budget | None = None,
+) -> Outcome:
+    """`remember` inside a running event loop, so that many documents can share it (and
+    the LLM's limiter) at once; a `budget` shared by them stops new calls at --max-cost."""
     if options.kind == artifacts.SUMMARY_KIND:
         raise InputError(source.name, f"--kind {artifacts.SUMMARY_KIND} is made only by gb itself")
-    return asyncio.run(_Run(conn, source, config, llm, options).run())
+    return await _Run(conn, source, config, llm, options, budget).run()
 
 
 class _Run:
     def __init__(
-        self, conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
+        self,
+        conn: apsw.Connection,
+        source: Source,
+        config: Config,
+        llm: LLM,
+        options: Options,
+        budget: Budget | None,
     ) -> None:
         self.conn = conn
         self.source = source
@@ -95,7 +123,10 @@ class _Run:
         self.options = options
         self.trajectory: list[dict[str, Any]] = []
         self.dataset = datasets.get_or_create_dataset(conn, options.dataset)
-        self.calls = Calls(conn, llm, self.dataset.id)
+        self.calls = Calls(conn, llm, self.dataset.id, budget)
+        self.settings = config.chunk_settings()
+        # Versions of a file are matched by where it lives, whatever the working folder.
+        self.stored_source = "-" if source.path is None else os.path.abspath(source.name)
         self.embedding: dict[int, asyncio.Future[None]] = {}  # started as extractions land
 
     def step(self, name: str, message: str, **data: Any) -> None:
@@ -103,17 +134,9 @@ class _Run:
             self.trajectory.append({"step": name, "message": message, **data})
 
     async def run(self) -> Outcome:
-        try:
-            return await self._run()
-        finally:
-            await self.llm.aclose()
-
-    async def _run(self) -> Outcome:
-        settings = self.config.chunk_settings()
-        result = cut(self.source.text, settings)
-        n = len(result.chunks)
-        self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
         document = artifacts.find_document(self.conn, self.dataset.id, self.source.sha256)
+        if document is not None and self.options.force and document["status"] == "complete":
+            document = None  # a new version of the same text
         # One moment per document: the stored valid_at / reference_time, and the reference
         # time in every extraction prompt. A rerun reads it back from the stored parent, so
         # its requests hash the same and the answers already paid for are reused (R11).
@@ -124,8 +147,13 @@ class _Run:
             self.valid_at = document["valid_at"]
             self.reference = document["reference_time"] or document["valid_at"]
             if document["status"] == "complete" and not artifacts.pending_stages(document):
+                # Remembered whole already: no cut, no call (nightly re-imports cost nothing).
+                self.step("unchanged", f"already stored whole as document {document['id']}")
                 return self._outcome(document, [], "unchanged")
             stored = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
+        result = cut(self.source.text, self.settings)
+        n = len(result.chunks)
+        self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
         pieces = [
             Piece(c.index, c.text, c, chunk_id=stored.get(c.index, {}).get("id"))
             for c in result.chunks
@@ -161,8 +189,7 @@ class _Run:
                         self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
                     )
             # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
-            artifacts.update_status(self.conn, document["id"], "complete")
-            document = artifacts.get_artifact(self.conn, document["id"])
+            document = self._complete(document)
         outcome = self._outcome(document, [], "offline")
         outcome.notices.append(notice)
         return outcome
@@ -264,8 +291,7 @@ class _Run:
         finally:
             await _cancel([*resolving.values(), *embedding.values()])
         artifacts.set_pending(self.conn, document["id"], () if embedded else (EMBED,))
-        artifacts.update_status(self.conn, document["id"], "complete")
-        document = artifacts.get_artifact(self.conn, document["id"])
+        document = self._complete(document)
         status = "remembered" if not written or len(todo) == max(n, 1) else "completed"
         return self._outcome(document, written, status)
 
@@ -298,16 +324,30 @@ class _Run:
             session_id=options.session,
             valid_at=self.valid_at,
             reference_time=self.reference,
-            source=self.source.name,
+            source=self.stored_source,
             content_sha256=self.source.sha256,
             tokens=result.tokens,
             mode=result.mode,
-            settings=self.config.chunk_settings().fingerprint(),
+            settings=self.settings.fingerprint(),
             chunk_count=len(result.chunks),
             status="storing",
             pending=pending,
         )
         return artifacts.get_artifact(self.conn, doc_id)
+
+    def _complete(self, document: dict[str, Any]) -> dict[str, Any]:
+        """Mark the document stored whole; it supersedes the earlier version of its file."""
+        with transaction(self.conn):
+            artifacts.update_status(self.conn, document["id"], "complete")
+            if self.source.path is not None:
+                for row in query(
+                    self.conn,
+                    """SELECT id FROM gb_artifacts WHERE dataset_id = ? AND source = ?
+                       AND parent_id IS NULL AND superseded_by IS NULL AND id != ?""",
+                    (self.dataset.id, self.stored_source, document["id"]),
+                ):
+                    artifacts.set_superseded(self.conn, row["id"], document["id"])
+        return artifacts.get_artifact(self.conn, document["id"])
 
     # ---- response
 
@@ -319,6 +359,8 @@ class _Run:
 
 
 def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[str, Any]:
+    """The R7 object. What this run wrote comes from ``written``; chunks stored by an
+    earlier run (a resumed or unchanged document) are read back from the database."""
     entities: dict[int, dict[str, Any]] = {}
     edges: dict[int, dict[str, Any]] = {}
     invalidated: list[dict[str, Any]] = []
@@ -332,6 +374,16 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
         invalidated += w.invalidated
         for index, count in w.embedded.items():
             embedded[index] += count
+    chunk_rows = _chunks_of(conn, document["id"]) if document["chunk_count"] else []
+    earlier = [a for a in (document["id"], *(r["id"] for r in chunk_rows)) if a not in by_artifact]
+    if earlier:
+        for row in graph.entities_for_artifacts(conn, earlier):
+            entities.setdefault(
+                row["id"],
+                {"id": row["id"], "name": row["name"], "type": row["type"], "created": False},
+            )
+        for row in graph.edges_for_artifacts(conn, earlier):
+            edges.setdefault(row["id"], _stored_edge(row))
     response: dict[str, Any] = {
         "artifact_id": document["id"],
         "entities": list(entities.values()),
@@ -340,7 +392,7 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
     }
     if document["chunk_count"]:
         chunks = []
-        for row in _chunks_of(conn, document["id"]):
+        for row in chunk_rows:
             w = by_artifact.get(row["id"])
             chunks.append(
                 {
@@ -350,8 +402,8 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
                     "overlap_tokens": row["overlap_tokens"],
                     "start_offset": row["start_offset"],
                     "end_offset": row["end_offset"],
-                    "entities": len(w.entities) if w else None,
-                    "edges": len(w.edges) if w else None,
+                    "entities": len(w.entities) if w else row["entity_links"],
+                    "edges": len(w.edges) if w else row["edge_links"],
                     "summary": _summary_view(row),
                 }
             )
@@ -360,12 +412,29 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
     return response
 
 
+def _stored_edge(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "source": row["source_name"],
+        "target": row["target_name"],
+        "relation": row["relation"],
+        "fact": row["fact"],
+        "valid_at": row["valid_at"],
+        "invalid_at": row["invalid_at"],
+        "created": False,
+    }
+
+
 def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:
     return query(
         conn,
         """SELECT c.*, s.id AS summary_id, s.text AS summary_text,
                   s.inference_id AS summary_inference, m.name AS summary_model,
-                  i.reasoning AS summary_reasoning
+                  i.reasoning AS summary_reasoning,
+                  (SELECT count(*) FROM gb_entity_artifacts l WHERE l.artifact_id = c.id)
+                      AS entity_links,
+                  (SELECT count(*) FROM gb_edge_artifacts l WHERE l.artifact_id = c.id)
+                      AS edge_links
            FROM gb_artifacts c
            LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
            LEFT JOIN gb_inferences i ON i.id = s.inference_id

@@ -1,0 +1,129 @@
+"""Many inputs in one run: documents overlap, sharing one event loop and one limiter.
+
+Each document keeps its own order (one transaction per chunk, in order), but while one
+waits on the network the others' calls fill the `concurrency` slots, so a folder of
+short files imports at the speed of the endpoint, not of one file after another.
+Inputs are read as their turn comes and results are handed back one by one as they
+end, so memory stays flat however many files there are. One bad input never sinks the
+batch; --max-cost stops new calls and reports what was left.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+import apsw
+
+from gligabao.config import Config
+from gligabao.errors import ExitCode, GbError
+from gligabao.inputs import read_source
+from gligabao.llm import LLM
+from gligabao.pipeline.calls import Budget, BudgetReached
+from gligabao.pipeline.remember import Options, Outcome, remember_async
+
+LEFT = "left"  # not started, or stopped, because of --max-cost
+FAILED = "failed"
+
+
+@dataclass
+class Result:
+    """How one input ended: an outcome, or the error that stopped it."""
+
+    name: str
+    status: str  # remembered | completed | unchanged | offline | failed | left
+    outcome: Outcome | None = None
+    error: GbError | None = None
+
+
+def remember_all(
+    conn: apsw.Connection,
+    names: Iterable[str],
+    config: Config,
+    llm: LLM,
+    options: Options,
+    on_result: Callable[[Result], None],
+    budget: Budget | None = None,
+) -> None:
+    """Remember every input; ``on_result`` is called for each as it ends."""
+
+    async def run() -> None:
+        try:
+            await _run_all(conn, names, config, llm, options, on_result, budget)
+        finally:
+            await llm.aclose()
+
+    asyncio.run(run())
+
+
+async def _run_all(conn, names, config, llm, options, on_result, budget) -> None:
+    # Enough documents at once to keep every request slot busy while some of them are
+    # in their store phase, and few enough that memory does not grow with the batch.
+    window = max(4, 2 * config["concurrency"])
+    running: set[asyncio.Task[None]] = set()
+
+    async def one(name: str) -> None:
+        if budget is not None and budget.reached:
+            on_result(Result(name, LEFT))
+            return
+        try:
+            source = read_source(name)
+            outcome = await remember_async(conn, source, config, llm, options, budget)
+        except GbError as exc:
+            stopped = isinstance(exc, BudgetReached) or isinstance(exc.__cause__, BudgetReached)
+            on_result(Result(name, LEFT if stopped else FAILED, error=exc))
+            return
+        on_result(Result(name, outcome.status, outcome))
+
+    for name in names:
+        if len(running) >= window:
+            _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        running.add(asyncio.ensure_future(one(name)))
+    if running:
+        await asyncio.gather(*running)
+
+
+@dataclass
+class Tally:
+    """What a batch did so far: for the progress display, the summary and the exit code."""
+
+    total: int = 0
+    done: int = 0
+    by_status: dict[str, int] = field(default_factory=dict)
+    errors: list[GbError] = field(default_factory=list)
+    chunks: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    priced: bool = True
+    notices: list[str] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    def add(self, result: Result) -> None:
+        self.done += 1
+        self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
+        if result.error is not None and result.status == FAILED:
+            self.errors.append(result.error)
+        if result.outcome is not None:
+            spend = result.outcome.spend
+            self.chunks += len(result.outcome.response.get("chunks", ()))
+            self.tokens += spend.input_tokens + spend.output_tokens
+            self.cost += spend.cost
+            self.priced = self.priced and spend.priced
+            for notice in result.outcome.notices:
+                if notice not in self.notices:
+                    self.notices.append(notice)
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def exit_code(self) -> ExitCode:
+        failed, left = len(self.errors), self.by_status.get(LEFT, 0)
+        if not failed:
+            return ExitCode.PARTIAL if left else ExitCode.OK
+        if failed == self.total:
+            codes = {e.exit_code for e in self.errors}
+            return codes.pop() if len(codes) == 1 else ExitCode.FAILURE
+        return ExitCode.PARTIAL
