@@ -306,7 +306,7 @@ def test_root_help_lists_the_exit_codes(gb_cli) -> None:
     for code in ExitCode:
         assert f"{int(code)} " in text, code
     assert "3 an input was refused" in text
-    assert "4 some inputs failed" in text
+    assert "4 partial" in text
     assert "5 configuration error" in text
     for command in command_names():
         assert command in text

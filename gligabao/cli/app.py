@@ -19,18 +19,19 @@ LLM, and keeps documents, chunks, summaries, graph and vector indexes in one SQL
 
 Examples:
 
-  gb chunk-preview notes.md          see how a file would be cut, store nothing
-
-  cat notes.md | gb chunk-preview -  the same, from standard input
-
-  gb config                          every setting, its value, and where it came from
+\b
+  gb remember notes.md             graph, summaries, vectors -> gligabao.db
+  gb remember -r docs --quiet      a whole folder, as from cron
+  gb chunk-preview notes.md        how a file would be cut; nothing stored
+  cat notes.md | gb chunk-preview -
+  gb config                        every setting and where it came from
 """
 
 EPILOG = """\
 Exit codes: 0 success; 1 failure while working (LLM, network, store); 2 usage error;
-3 an input was refused (too large, empty, not UTF-8, NUL bytes, missing); 4 some
-inputs failed and others succeeded; 5 configuration error; 6 database unusable
-(locked, not a database); 130 interrupted.
+3 an input was refused (too large, empty, not UTF-8, NUL bytes, missing); 4 partial:
+some inputs failed or were left by --max-cost, the others succeeded; 5 configuration
+error; 6 database unusable (locked, not a database); 130 interrupted.
 """
 
 app = typer.Typer(

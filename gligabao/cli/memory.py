@@ -79,8 +79,11 @@ def remember_command(
     unchanged and costs nothing; a changed file is stored as a new version that supersedes
     the old one. One bad input never stops the others (exit code 4: partial).
 
-    Example: gb remember notes.md    cat mail.txt | gb remember - --session inbox
-    Example: find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
+    \b
+    Examples:
+      gb remember notes.md
+      cat mail.txt | gb remember - --session inbox
+      find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
     flags: dict[str, object] = {
         "database": db,

@@ -75,11 +75,18 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
             stopped = isinstance(exc, BudgetReached) or isinstance(exc.__cause__, BudgetReached)
             on_result(Result(name, LEFT if stopped else FAILED, error=exc))
             return
+        except Exception as exc:  # not foreseen (a store error...): this input fails, not all
+            error = GbError(f"{name}: {type(exc).__name__}: {exc}")
+            error.__cause__ = exc
+            on_result(Result(name, FAILED, error=error))
+            return
         on_result(Result(name, outcome.status, outcome))
 
     for name in names:
         if len(running) >= window:
-            _, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            done, running = await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                task.result()  # raise what ended a task, never drop it unseen
         running.add(asyncio.ensure_future(one(name)))
     if running:
         await asyncio.gather(*running)

@@ -274,17 +274,23 @@ class Resolver:
         return None
 
     def _stored_edges(self, source_norm: str, target_norm: str) -> list[dict[str, Any]]:
-        """Current stored facts touching an entity of either name (R4), nearest first."""
+        """Current stored facts touching an entity of either name (R4), nearest first.
+
+        The entities are found first so that the edges come from their indexes: an OR
+        across the two joined names would scan every edge of the graph."""
         return query(
             self.conn,
-            """SELECT e.id, e.relation, e.fact, e.valid_at,
+            """WITH ents AS (
+                   SELECT id FROM gb_entities WHERE dataset_id = :d AND name_norm IN (:a, :b))
+               SELECT e.id, e.relation, e.fact, e.valid_at,
                       s.name AS source_name, s.name_norm AS source_norm,
                       t.name AS target_name, t.name_norm AS target_norm
                FROM gb_edges e
                JOIN gb_entities s ON s.id = e.source_entity_id
                JOIN gb_entities t ON t.id = e.target_entity_id
-               WHERE e.dataset_id = :d AND e.invalid_at IS NULL AND e.expired_at IS NULL
-                 AND (s.name_norm IN (:a, :b) OR t.name_norm IN (:a, :b))
+               WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN ents
+                              UNION SELECT id FROM gb_edges WHERE target_entity_id IN ents)
+                 AND e.dataset_id = :d AND e.invalid_at IS NULL AND e.expired_at IS NULL
                ORDER BY (s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC
                LIMIT :n""",
             {"d": self.dataset_id, "a": source_norm, "b": target_norm, "n": MAX_CANDIDATES * 4},
