@@ -6,6 +6,7 @@ it decides whether a text is chunked at all (SPEC C3) and, if so, how.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from gligabao.chunk.text import Chunk, overlap_budget, split_text
@@ -24,6 +25,7 @@ __all__ = [
     "Tokenizer",
     "cut",
     "get_tokenizer",
+    "mode_for",
     "overlap_budget",
     "split_text",
 ]
@@ -59,16 +61,68 @@ class Cut:
         return bool(self.chunks)
 
 
-def cut(text: str, settings: ChunkSettings) -> Cut:
-    """Chunk ``text`` if it is larger than ``settings.chunk_size`` tokens (SPEC C3)."""
-    mode = "text" if settings.mode == "auto" else settings.mode
+MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
+# Source files: Python is cut by its AST; the others fall back to text, lines first.
+CODE_SUFFIXES = frozenset(
+    {
+        ".py",
+        ".pyi",
+        ".js",
+        ".mjs",
+        ".ts",
+        ".tsx",
+        ".jsx",
+        ".go",
+        ".rs",
+        ".java",
+        ".kt",
+        ".c",
+        ".h",
+        ".cc",
+        ".cpp",
+        ".hpp",
+        ".cs",
+        ".rb",
+        ".php",
+        ".swift",
+        ".scala",
+        ".sh",
+        ".sql",
+    }
+)
+
+
+def mode_for(path: str | None, mode: str) -> str:
+    """The mode a text is cut in: ``auto`` goes by the file's extension, text for stdin."""
+    if mode != "auto":
+        return mode
+    suffix = os.path.splitext(path or "")[1].lower()
+    if suffix in MARKDOWN_SUFFIXES and "markdown" in IMPLEMENTED_MODES:
+        return "markdown"
+    if suffix in CODE_SUFFIXES and "code" in IMPLEMENTED_MODES:
+        return "code"
+    return "text"
+
+
+def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
+    """Chunk ``text`` if it is larger than ``settings.chunk_size`` tokens (SPEC C3), in
+    the mode the settings (and, for ``auto``, the file name ``path``) call for."""
+    mode = mode_for(path, settings.mode)
     tokens = settings.tokenizer.count(text)
     if tokens <= settings.chunk_size:
         return Cut(tokens, [], mode)
-    chunks = split_text(
-        text,
-        chunk_size=settings.chunk_size,
-        overlap_percent=settings.overlap_percent,
-        tokenizer=settings.tokenizer,
-    )
-    return Cut(tokens, chunks, mode)
+    sizing = {
+        "chunk_size": settings.chunk_size,
+        "overlap_percent": settings.overlap_percent,
+        "tokenizer": settings.tokenizer,
+    }
+    if mode == "markdown":
+        from gligabao.chunk.markdown import split_markdown
+
+        return Cut(tokens, split_markdown(text, **sizing), mode)
+    if mode == "code":
+        from gligabao.chunk.code import split_code
+
+        python = path is None or os.path.splitext(path)[1].lower() in (".py", ".pyi")
+        return Cut(tokens, split_code(text, python=python, **sizing), mode)
+    return Cut(tokens, split_text(text, **sizing), mode)

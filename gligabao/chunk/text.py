@@ -40,7 +40,12 @@ _TOKEN = re.compile(rb"[A-Za-z]{1,4}|[0-9]{1,3}|[\x00-\x7f]|[\xc0-\xff][\x80-\xb
 
 @dataclass(frozen=True, slots=True)
 class Chunk:
-    """One chunk: ``text == source[start:end]``; ``*_offset`` are UTF-8 byte offsets."""
+    """One chunk: ``text == source[start:end]``; ``*_offset`` are UTF-8 byte offsets.
+
+    The structure-aware modes add where it sits (``section``, a heading path such as
+    "Cleaning > Cleaning Steps", and its ``anchor``) and a ``context`` that is put
+    before the text when it is embedded and keyword-indexed, never stored in it.
+    """
 
     index: int
     start: int
@@ -50,6 +55,9 @@ class Chunk:
     tokens: int
     overlap_tokens: int
     text: str
+    section: str | None = None
+    anchor: str | None = None
+    context: str = ""
 
 
 def overlap_budget(chunk_size: int, overlap_percent: int) -> int:
@@ -70,17 +78,73 @@ def split_text(
     fits in one chunk comes back as one chunk, an empty one as none. Whether a
     text should be chunked at all (SPEC C3) is for ``gligabao.chunk.cut``.
     """
-    if chunk_size < 1 or not 0 <= overlap_percent <= 100:
-        raise ValueError("chunk_size must be positive and overlap_percent within 0..100")
-    data = text.encode("utf-8", "surrogatepass")
-    if not data:
+    splitter = Splitter(
+        text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
+    )
+    if not splitter.data:
         return []
-    counter = span_counter(tokenizer or ESTIMATOR, data)
-    budget = overlap_budget(chunk_size, overlap_percent)
-    units = _Units(data, counter, chunk_size, max(chunk_size - budget, 1))
-    units.split()
-    spans = _pack(data, units, counter, chunk_size, budget) if units.starts else [(0, len(data))]
-    return _chunks(text, data, spans, counter)
+    return splitter.chunks(splitter.region(0, len(splitter.data)))
+
+
+class Splitter:
+    """The cut of one text, region by region: text mode cuts one region, the whole
+    text; the structure-aware modes cut each section (or class) as a region of its
+    own, from blocks they found (a table row, a fenced block, a function).
+
+    Offsets here are UTF-8 byte offsets into ``data``; ``chunks`` turns the spans of
+    the chunks, in order, into `Chunk`s with character offsets too.
+    """
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        chunk_size: int = 1024,
+        overlap_percent: int = 20,
+        tokenizer: Tokenizer | None = None,
+    ) -> None:
+        if chunk_size < 1 or not 0 <= overlap_percent <= 100:
+            raise ValueError("chunk_size must be positive and overlap_percent within 0..100")
+        self.text = text
+        self.data = text.encode("utf-8", "surrogatepass")
+        self.counter = span_counter(tokenizer or ESTIMATOR, self.data)
+        self.chunk_size = chunk_size
+        self.budget = overlap_budget(chunk_size, overlap_percent)
+
+    def count(self, start: int, end: int) -> int:
+        """Tokens of ``data[start:end]`` (bounds at whitespace or between tokens)."""
+        return self.counter.count(start, end)
+
+    def region(
+        self,
+        start: int,
+        end: int,
+        blocks: list[tuple[int, int]] | None = None,
+        *,
+        overlap: bool = True,
+    ) -> list[tuple[int, int]]:
+        """Spans of the chunks that cover ``data[start:end]``, the first starting at
+        ``start`` and the last ending at ``end``.
+
+        The units are ``blocks`` (byte spans inside the region, in order, whitespace
+        between them) or, when None, the region's paragraphs; a unit larger than a
+        chunk is split as C4 says (sentences, then words, then pieces). Chunks repeat
+        the end of the previous one within the region only, unless ``overlap`` is off.
+        """
+        budget = self.budget if overlap else 0
+        units = _Units(self.data, self.counter, self.chunk_size, max(self.chunk_size - budget, 1))
+        if blocks is None:
+            units.split(start, end)
+        else:
+            for b_start, b_end in blocks:
+                units.block(b_start, b_end)
+        if not units.starts:
+            return [(start, end)]
+        return _pack(self.data, units, self.counter, self.chunk_size, budget, start, end)
+
+    def chunks(self, spans: list[tuple[int, int]]) -> list[Chunk]:
+        """`Chunk`s for byte spans in order; overlap is what a span shares with the last."""
+        return _chunks(self.text, self.data, spans, self.counter)
 
 
 class _Units:
@@ -95,15 +159,21 @@ class _Units:
         self.ends: list[int] = []
         self.tokens: list[int] = []
 
-    def split(self) -> None:
+    def split(self, start: int, end: int) -> None:
+        """The paragraphs of ``data[start:end]`` as units."""
         # re.split with the separator captured alternates paragraph, separator, ...:
         # the offsets follow from the lengths, with no search per paragraph.
-        pos = 0
-        for i, part in enumerate(_BLANK_LINES.split(self.data)):
-            start = pos
+        whole = start == 0 and end == len(self.data)
+        pos = start
+        for i, part in enumerate(_BLANK_LINES.split(self.data if whole else self.data[start:end])):
+            part_start = pos
             pos += len(part)
             if i % 2 == 0:
-                self._paragraph(start, pos, part)
+                self._paragraph(part_start, pos, part)
+
+    def block(self, start: int, end: int) -> None:
+        """One unit given by a structure-aware mode; split as C4 if larger than a chunk."""
+        self._paragraph(start, end, self.data[start:end])
 
     def _add(self, start: int, end: int, tokens: int) -> None:
         self.starts.append(start)
@@ -178,7 +248,13 @@ def _trim(data: bytes, start: int, end: int) -> tuple[int, int]:
 
 
 def _pack(
-    data: bytes, units: _Units, counter: SpanCounter, chunk_size: int, budget: int
+    data: bytes,
+    units: _Units,
+    counter: SpanCounter,
+    chunk_size: int,
+    budget: int,
+    region_start: int,
+    region_end: int,
 ) -> list[tuple[int, int]]:
     """Greedy packing with overlap: (start, end) per chunk, in bytes."""
     starts, ends, tokens = units.starts, units.ends, units.tokens
@@ -195,8 +271,8 @@ def _pack(
         while last < n and total + tokens[last] <= chunk_size:
             total += tokens[last]
             last += 1
-        start = overlap_start if spans else 0
-        end = len(data) if last == n else ends[last - 1]
+        start = overlap_start if spans else region_start
+        end = region_end if last == n else ends[last - 1]
         if not counter.additive:
             start, end, last = _fit(units, counter, first, last, start, end, chunk_size)
         spans.append((start, end))
