@@ -50,7 +50,9 @@ def chunk_preview_json(source: str, cut: Cut) -> dict[str, Any]:
                 "end_offset": c.end_offset,
                 "tokens": c.tokens,
                 "overlap_tokens": c.overlap_tokens,
-                "section": None,
+                "section": c.section,
+                "anchor": c.anchor,
+                "context": c.context,
                 "text": c.text,
             }
             for c in cut.chunks
@@ -77,14 +79,19 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         table.add_column(name, justify="right", no_wrap=True)
     # The only column that gives way on a narrow terminal or a pipe (80 columns):
     # its cells are cut to one line with an ellipsis, the numbers are never cut.
+    sections = any(c.section for c in cut.chunks)
+    if sections:
+        table.add_column("section", max_width=30, no_wrap=True, overflow="ellipsis")
     table.add_column("begins with", max_width=64)
     for c in cut.chunks:
+        section = [Text(c.section or "—", no_wrap=True, overflow="ellipsis")] if sections else []
         table.add_row(
             str(c.index),
             f"{c.start_offset:,}",
             f"{c.end_offset:,}",
             f"{c.tokens:,}",
             f"{c.overlap_tokens:,}",
+            *section,
             Text(first_words(c.text), no_wrap=True, overflow="ellipsis"),
         )
     table.caption = Text(f"{cut.tokens:,} tokens in {len(cut.chunks)} chunks ({sizing})")
@@ -315,6 +322,15 @@ def inferences_table(rows: list[dict[str, Any]]) -> None:
             row["created_at"],
         )
     stdout.print(table)
+
+
+def status_line(result: Any) -> None:
+    style = "green" if result.state == "in sync" else "yellow"
+    document = f"document {result.document_id}" if result.document_id else "—"
+    stdout.print(
+        Text.assemble((f"{result.state:<16}", style), f" {result.source}  {document}  "),
+        Text(result.detail, style="dim"),
+    )
 
 
 # --- batches -----------------------------------------------------------------

@@ -22,7 +22,17 @@ from gligabao.chunk import ESTIMATOR, ChunkSettings, cut
 from gligabao.errors import ExitCode
 
 PREVIEW_KEYS = {"source", "tokens", "chunked", "chunk_count", "chunks"}
-CHUNK_KEYS = {"index", "start_offset", "end_offset", "tokens", "overlap_tokens", "section", "text"}
+CHUNK_KEYS = {
+    "index",
+    "start_offset",
+    "end_offset",
+    "tokens",
+    "overlap_tokens",
+    "section",
+    "anchor",
+    "context",
+    "text",
+}
 
 PROSE = "\n\n".join(
     f"Paragraph {i} tells of the river [b]Loire[/b] and its {i * 7} bridges. "

@@ -53,7 +53,7 @@ def chunk_preview(
             render.error(str(exc))
             failed += 1
             continue
-        result = cut(source.text, settings)
+        result = cut(source.text, settings, None if name == STDIN else name)
         if as_json:
             render.json_line(render.chunk_preview_json(name, result))
         else:

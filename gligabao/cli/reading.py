@@ -9,6 +9,10 @@ import typer
 from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, open_store
+from gligabao.discover import UsageError, discover
+from gligabao.errors import ExitCode, InputError
+from gligabao.inputs import read_source
+from gligabao.pipeline.status import IN_SYNC, sync_status
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
 from gligabao.store.errors import NotFound
@@ -147,3 +151,56 @@ def list_inferences(
             render.json_line(row)
     else:
         render.inferences_table(rows)
+
+
+@command("status")
+def status(
+    paths: options.Paths = None,
+    recursive: bool = typer.Option(False, "-r", "--recursive", help="Check the files in folders."),
+    glob: list[str] = typer.Option(None, "--glob", help="With -r, only files matching PATTERN."),
+    db: options.Db = None,
+    dataset: options.Dataset = None,
+    chunk_size: options.ChunkSize = None,
+    overlap: options.Overlap = None,
+    mode: options.Mode = None,
+    tokenizer: options.TokenizerSpec = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """Say whether each file's stored chunks are what it and the settings cut now.
+
+    States: in sync, changed, settings changed, incomplete, not remembered. The exit code
+    is 0 only when every file is in sync (1 otherwise, 3 when a file cannot be read).
+
+    Example: gb status -r docs --glob '*.md' || gb remember -r docs --glob '*.md'
+    """
+    flags = {
+        "database": db,
+        "dataset": dataset,
+        "chunk_size": chunk_size,
+        "chunk_overlap_percent": overlap,
+        "mode": mode,
+        "tokenizer": tokenizer,
+    }
+    config = configure(config_path, flags, cutting=True)
+    conn = open_store(config)
+    settings = config.chunk_settings()
+    found = datasets.find_dataset(conn, config["dataset"])
+    names = discover(paths or [], recursive=recursive, globs=glob or ()).inputs
+    if not names:
+        raise UsageError("name the files to check (or -r FOLDER)")
+    worst = ExitCode.OK
+    for name in names:
+        try:
+            result = sync_status(conn, read_source(name), found and found.id, settings)
+        except InputError as exc:
+            render.error(str(exc))
+            worst = ExitCode.BAD_INPUT
+            continue
+        if result.state != IN_SYNC and worst == ExitCode.OK:
+            worst = ExitCode.FAILURE
+        if as_json:
+            render.json_line(dataclasses.asdict(result))
+        else:
+            render.status_line(result)
+    raise typer.Exit(int(worst))

@@ -16,13 +16,14 @@ still to do marked on them, and a later run with one completes exactly those.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
-from gligabao.chunk import cut
+from gligabao.chunk import ChunkSettings, cut, get_tokenizer
 from gligabao.config import Config
 from gligabao.errors import GbError, InputError
 from gligabao.inputs import Source
@@ -151,7 +152,12 @@ class _Run:
                 self.step("unchanged", f"already stored whole as document {document['id']}")
                 return self._outcome(document, [], "unchanged")
             stored = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
-        result = cut(self.source.text, self.settings)
+        if document is not None and document["settings"]:
+            # Completing a document: cut it exactly as its first run did.
+            self.settings = _stored_settings(document)
+        result = cut(
+            self.source.text, self.settings, self.source.name if self.source.path else None
+        )
         n = len(result.chunks)
         self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
         pieces = [
@@ -310,7 +316,7 @@ class _Run:
             texts.append(edge.fact)
         if piece.chunk is not None:
             keys += ["chunk", "summary"]
-            texts += [artifacts.embedded_text(piece.text, None), piece.summary or ""]
+            texts += [artifacts.embedded_text(piece.text, piece.chunk.context), piece.summary or ""]
         vectors = await self.calls.embed(texts)
         piece.vectors = dict(zip(keys, vectors, strict=True))
 
@@ -328,7 +334,7 @@ class _Run:
             content_sha256=self.source.sha256,
             tokens=result.tokens,
             mode=result.mode,
-            settings=self.settings.fingerprint(),
+            settings={**self.settings.fingerprint(), "mode": result.mode},
             chunk_count=len(result.chunks),
             status="storing",
             pending=pending,
@@ -423,6 +429,16 @@ def _stored_edge(row: dict[str, Any]) -> dict[str, Any]:
         "invalid_at": row["invalid_at"],
         "created": False,
     }
+
+
+def _stored_settings(document: dict[str, Any]) -> ChunkSettings:
+    recorded = json.loads(document["settings"])
+    return ChunkSettings(
+        chunk_size=recorded["chunk_size"],
+        overlap_percent=recorded["overlap_percent"],
+        mode=document["mode"] or recorded["mode"],
+        tokenizer=get_tokenizer(recorded["tokenizer"]),
+    )
 
 
 def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:

@@ -206,5 +206,8 @@ def insert_chunk(
         end_offset=chunk.end_offset,
         tokens=chunk.tokens,
         overlap_tokens=chunk.overlap_tokens,
+        section=chunk.section,
+        anchor=chunk.anchor,
+        context=chunk.context or None,
         pending=pending,
     )
