@@ -365,6 +365,8 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
+    # The default backlog of 5 makes a sixth connection opened at once wait a second.
+    request_queue_size = 128
 
     def __init__(self, address: tuple[str, int], owner: LLMServer):
         self.owner = owner

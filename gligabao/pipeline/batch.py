@@ -21,7 +21,7 @@ from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.inputs import read_source
 from gligabao.llm import LLM
-from gligabao.pipeline.calls import Budget, BudgetReached
+from gligabao.pipeline.calls import Budget, BudgetReached, Spend
 from gligabao.pipeline.remember import Options, Outcome, remember_async
 
 LEFT = "left"  # not started, or stopped, because of --max-cost
@@ -36,6 +36,7 @@ class Result:
     status: str  # remembered | completed | unchanged | offline | failed | left
     outcome: Outcome | None = None
     error: GbError | None = None
+    spend: Spend = field(default_factory=Spend)  # what its calls cost, failed or not
 
 
 def remember_all(
@@ -68,19 +69,20 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
         if budget is not None and budget.reached:
             on_result(Result(name, LEFT))
             return
+        spend = Spend()
         try:
             source = read_source(name)
-            outcome = await remember_async(conn, source, config, llm, options, budget)
+            outcome = await remember_async(conn, source, config, llm, options, budget, spend)
         except GbError as exc:
             stopped = isinstance(exc, BudgetReached) or isinstance(exc.__cause__, BudgetReached)
-            on_result(Result(name, LEFT if stopped else FAILED, error=exc))
+            on_result(Result(name, LEFT if stopped else FAILED, error=exc, spend=spend))
             return
         except Exception as exc:  # not foreseen (a store error...): this input fails, not all
             error = GbError(f"{name}: {type(exc).__name__}: {exc}")
             error.__cause__ = exc
-            on_result(Result(name, FAILED, error=error))
+            on_result(Result(name, FAILED, error=error, spend=spend))
             return
-        on_result(Result(name, outcome.status, outcome))
+        on_result(Result(name, outcome.status, outcome, spend=spend))
 
     for name in names:
         if len(running) >= window:
@@ -112,12 +114,12 @@ class Tally:
         self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
         if result.error is not None and result.status == FAILED:
             self.errors.append(result.error)
+        spend = result.spend
+        self.tokens += spend.input_tokens + spend.output_tokens
+        self.cost += spend.cost
+        self.priced = self.priced and spend.priced
         if result.outcome is not None:
-            spend = result.outcome.spend
             self.chunks += len(result.outcome.response.get("chunks", ()))
-            self.tokens += spend.input_tokens + spend.output_tokens
-            self.cost += spend.cost
-            self.priced = self.priced and spend.priced
             for notice in result.outcome.notices:
                 if notice not in self.notices:
                     self.notices.append(notice)

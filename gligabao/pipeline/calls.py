@@ -7,6 +7,7 @@ paid for, and the next run of the same input finds the answer instead of asking 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,7 +72,9 @@ class Budget:
 
     Each call reserves its worst case (its prompt estimated generously, its whole output
     budget) before it starts and settles at what it cost, so calls running at once can
-    never pass the limit together.
+    never pass the limit together. A call that does not fit waits while others hold
+    reservations (they usually settle for less), and the budget is reached only when it
+    does not fit with nothing held.
     """
 
     def __init__(self, config: Config, limit: float) -> None:
@@ -79,6 +82,8 @@ class Budget:
         self.limit = limit
         self.spent = 0.0
         self._reserved = 0.0
+        self._holds = 0
+        self._settled = asyncio.Condition()
         self.reached = False
 
     def missing_prices(self, stages: tuple[str, ...]) -> list[str]:
@@ -86,35 +91,48 @@ class Budget:
         models = {self.config.model_for(s) for s in stages} | {self.config["embeddings.model"]}
         return sorted(m for m in models if m not in self.config.prices)
 
-    def reserve(self, model: str, prompt: str, max_output_tokens: int) -> float:
+    async def reserve(self, model: str, prompt: str, max_output_tokens: int) -> float:
+        """Hold a call's worst cost; wait while other calls' holds may free enough room."""
         price = self.config.prices.get(model)
         tokens = int(ESTIMATOR.count(prompt) * _PROMPT_MARGIN) + 16
         worst = price.cost(tokens, max_output_tokens) if price else 0.0
-        if self.spent + self._reserved + worst > self.limit:
-            self.reached = True
-            raise BudgetReached(
-                f"stopped at --max-cost ${self.limit:g}: ${self.spent:.4f} spent, and the next "
-                f"{model} call could cost up to ${worst:.4f}"
-            )
-        self._reserved += worst
+        async with self._settled:
+            while self.spent + self._reserved + worst > self.limit:
+                if self.reached or not self._holds:
+                    self.reached = True
+                    raise BudgetReached(
+                        f"stopped at --max-cost ${self.limit:g}: ${self.spent:.4f} spent, and "
+                        f"the next {model} call could cost up to ${worst:.4f}"
+                    )
+                await self._settled.wait()  # calls in flight usually cost less than held
+            self._reserved += worst
+            self._holds += 1
         return worst
 
-    def settle(self, reserved: float, cost: float | None) -> None:
-        self._reserved -= reserved
-        self.spent += reserved if cost is None else cost
+    async def settle(self, reserved: float, cost: float | None) -> None:
+        async with self._settled:
+            self._reserved -= reserved
+            self._holds -= 1  # counted, not read off the float sum, which may not reach 0
+            self.spent += reserved if cost is None else cost
+            self._settled.notify_all()
 
 
 class Calls:
     """The LLM of one run, bound to the database that records its answers."""
 
     def __init__(
-        self, conn: apsw.Connection, llm: LLM, dataset_id: int, budget: Budget | None = None
+        self,
+        conn: apsw.Connection,
+        llm: LLM,
+        dataset_id: int,
+        budget: Budget | None = None,
+        spend: Spend | None = None,
     ) -> None:
         self.conn = conn
         self.llm = llm
         self.dataset_id = dataset_id
         self.budget = budget
-        self.spend = Spend()
+        self.spend = spend if spend is not None else Spend()
 
     async def ask(self, request: ChatRequest) -> Asked:
         """The answer to ``request``: a stored one if this exact request was answered."""
@@ -152,14 +170,14 @@ class Calls:
         if self.budget is None:
             yield paid
             return
-        reserved = self.budget.reserve(model, prompt, max_output)
+        reserved = await self.budget.reserve(model, prompt, max_output)
         try:
             yield paid
         except LLMError as exc:  # a rejected answer may still have been billed
             paid.append(exc.inference.cost if exc.inference else None)
             raise
         finally:
-            self.budget.settle(reserved, paid[-1] if paid else None)
+            await self.budget.settle(reserved, paid[-1] if paid else None)
 
     def _record(self, inference: Inference) -> int:
         self.spend.add(inference)

@@ -99,12 +99,13 @@ async def remember_async(
     llm: LLM,
     options: Options,
     budget: Budget | None = None,
+    spend: Spend | None = None,
 ) -> Outcome:
     """`remember` inside a running event loop, so that many documents can share it (and
     the LLM's limiter) at once; a `budget` shared by them stops new calls at --max-cost."""
     if options.kind == artifacts.SUMMARY_KIND:
         raise InputError(source.name, f"--kind {artifacts.SUMMARY_KIND} is made only by gb itself")
-    return await _Run(conn, source, config, llm, options, budget).run()
+    return await _Run(conn, source, config, llm, options, budget, spend).run()
 
 
 class _Run:
@@ -116,6 +117,7 @@ class _Run:
         llm: LLM,
         options: Options,
         budget: Budget | None,
+        spend: Spend | None = None,
     ) -> None:
         self.conn = conn
         self.source = source
@@ -124,7 +126,7 @@ class _Run:
         self.options = options
         self.trajectory: list[dict[str, Any]] = []
         self.dataset = datasets.get_or_create_dataset(conn, options.dataset)
-        self.calls = Calls(conn, llm, self.dataset.id, budget)
+        self.calls = Calls(conn, llm, self.dataset.id, budget, spend)
         self.settings = config.chunk_settings()
         # Versions of a file are matched by where it lives, whatever the working folder.
         self.stored_source = "-" if source.path is None else os.path.abspath(source.name)
@@ -160,10 +162,9 @@ class _Run:
         )
         n = len(result.chunks)
         self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
-        pieces = [
-            Piece(c.index, c.text, c, chunk_id=stored.get(c.index, {}).get("id"))
-            for c in result.chunks
-        ] or [Piece(0, self.source.text, None)]
+        pieces = [Piece(c.index, c.text, c) for c in result.chunks] or [
+            Piece(0, self.source.text, None)
+        ]
         todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
         if not self.llm.available:
             return self._offline(document, result, pieces)
@@ -191,9 +192,7 @@ class _Run:
             document = self._store_parent(result, pending=OFFLINE_STAGES)
             for piece in pieces:
                 if piece.chunk is not None:
-                    piece.chunk_id = insert_chunk(
-                        self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
-                    )
+                    insert_chunk(self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES)
             # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
             document = self._complete(document)
         outcome = self._outcome(document, [], "offline")
@@ -261,12 +260,14 @@ class _Run:
             for plan in batch.plans:
                 resolving[plan.index] = task
         embedding = self.embedding
-        if document is None:
-            document = self._store_parent(result, pending=())
-        self.step("store_parent_artifact", f"document {document['id']}", artifact_id=document["id"])
-        writer = Writer(self.conn, self.dataset.id, document, embedded=embedded)
         written: list[Written] = []
         try:
+            if document is None:
+                document = self._store_parent(result, pending=())
+            self.step(
+                "store_parent_artifact", f"document {document['id']}", artifact_id=document["id"]
+            )
+            writer = Writer(self.conn, self.dataset.id, document, embedded=embedded)
             for piece in todo:
                 try:
                     if piece.index in resolving:
@@ -348,8 +349,10 @@ class _Run:
             if self.source.path is not None:
                 for row in query(
                     self.conn,
+                    # Older versions only: a newer one, stored meanwhile by another run,
+                    # is the latest and stays so.
                     """SELECT id FROM gb_artifacts WHERE dataset_id = ? AND source = ?
-                       AND parent_id IS NULL AND superseded_by IS NULL AND id != ?""",
+                       AND parent_id IS NULL AND superseded_by IS NULL AND id < ?""",
                     (self.dataset.id, self.stored_source, document["id"]),
                 ):
                     artifacts.set_superseded(self.conn, row["id"], document["id"])

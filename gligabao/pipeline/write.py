@@ -15,7 +15,7 @@ import apsw
 
 from gligabao.pipeline.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
-from gligabao.store.db import now_iso, transaction
+from gligabao.store.db import now_iso, query_one, transaction
 
 EMBED = "embed"
 
@@ -27,7 +27,6 @@ class Piece:
     index: int
     text: str
     chunk: Any | None  # gligabao.chunk.Chunk, None for an unchunked text
-    chunk_id: int | None = None  # set when an earlier (offline) run stored the chunk
     extraction: Extraction | None = None
     summary: str | None = None
     summary_inference: int | None = None
@@ -80,8 +79,19 @@ class Writer:
             if piece.chunk is None:
                 artifact_id = doc["id"]
             else:
-                artifact_id = piece.chunk_id or insert_chunk(
-                    self.conn, self.document["id"], piece.chunk
+                stored = query_one(
+                    self.conn,
+                    """SELECT id, pending FROM gb_artifacts
+                       WHERE parent_id = ? AND chunk_index = ? AND kind != 'chunk_summary'""",
+                    (doc["id"], piece.chunk.index),
+                )
+                if stored is not None and not stored["pending"]:
+                    # Another gb process completing the same document stored it first.
+                    return self._already_stored(piece, stored["id"])
+                artifact_id = (
+                    stored["id"]
+                    if stored
+                    else insert_chunk(self.conn, self.document["id"], piece.chunk)
                 )
                 summary_id = artifacts.insert_summary(
                     self.conn,
@@ -94,6 +104,14 @@ class Writer:
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
             artifacts.set_pending(self.conn, artifact_id, () if self.embedded else (EMBED,))
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
+
+    def _already_stored(self, piece: Piece, chunk_id: int) -> Written:
+        """A chunk some other run stored whole: take its graph ids for later chunks."""
+        for i, entity in enumerate(piece.extraction.entities):
+            found = graph.entity_exact(self.conn, self.dataset_id, entity.name, entity.type)
+            if found is not None:
+                self._entity_ids[(piece.index, i)] = found["id"]
+        return Written(chunk_id, None, [], [], [], {})
 
     def _entities(
         self, piece: Piece, plan: Plan, artifact_id: int, session: str | None
