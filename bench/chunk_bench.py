@@ -8,17 +8,23 @@ as the median of ``--runs`` runs after one warm-up run. Each timed run builds it
 splitter afresh, so no cache (semchunk's memoised counter, for one) carries over from
 one run to the next.
 
+The markdown and Python corpora also get a table for our markdown and code modes
+(issue 5) against semantic-text-splitter's MarkdownSplitter / CodeSplitter and chonkie's
+CodeChunker, and the time of each mode over our text mode's on the same corpus.
+
 Run from the repository root::
 
     . .venv/bin/activate
     pip install -e '.[bench]'   # or: pip install semchunk langchain-text-splitters \
                                 #     semantic-text-splitter chonkie
+    pip install tree-sitter-python  # CodeSplitter's grammar; chonkie[code] for CodeChunker
     python bench/chunk_bench.py [--runs N] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import gc
 import glob
 import gzip
@@ -32,6 +38,7 @@ import statistics
 import sys
 import sysconfig
 import time
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,6 +51,7 @@ CHUNK_CHARS = CHUNK_TOKENS * 4  # 4096: about 4 characters per token
 OVERLAP_CHARS = CHUNK_CHARS * OVERLAP_PERCENT // 100  # 819
 SLOW_RUN_S = 20.0  # a method whose warm-up run takes longer is timed over 3 runs only
 SLOW_RUNS = 3
+MARKDOWN_LIMIT = 3.0  # issue 5: our markdown mode at most 3x the time of our text mode
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -170,10 +178,69 @@ def markdown_corpus(size: int) -> Corpus:
     return _fill("markdown", texts, source, size)
 
 
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _statement_prefix(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` (one Python file) within ``budget`` UTF-8 bytes that
+    ends just before a top-level statement (its decorators included), so it still parses."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    lines = text.split("\n")
+    line_starts = [0]  # byte offset of each line
+    for line in lines:
+        line_starts.append(line_starts[-1] + len(line.encode("utf-8")) + 1)
+    cut = 0  # lines kept
+    for node in tree.body:
+        first = min([node.lineno] + [d.lineno for d in getattr(node, "decorator_list", [])])
+        if line_starts[first - 1] <= budget:
+            cut = first - 1
+    return "".join(line + "\n" for line in lines[:cut])
+
+
 def python_corpus(size: int) -> Corpus:
+    """Whole standard-library modules, the last one cut before a top-level statement, so
+    that the corpus parses as one module and code mode cuts it along its syntax tree (a
+    cut inside a string or block would send the whole corpus to code mode's fallback)."""
     root = os.path.dirname(os.__file__)
     texts = _unique_texts(sorted(glob.glob(os.path.join(root, "*.py"))), limit_bytes=size)
-    return _fill("python", texts, f"{root}/*.py (sorted)", size)
+    source = f"{root}/*.py (sorted)"
+    corpus = _fill("python", texts, source, size)
+    if not texts or _parses(corpus.text):
+        return corpus
+    parts: list[str] = []
+    total = 0
+    passes = 0
+    while passes < corpus.passes:
+        passes += 1
+        for _, text in texts:
+            piece = (text if text.endswith("\n") else text + "\n") + "\n"
+            nbytes = len(piece.encode("utf-8"))
+            if total + nbytes > size:
+                parts.append(_statement_prefix(text, size - total))
+                break
+            parts.append(piece)
+            total += nbytes
+        else:
+            continue
+        break
+    whole = "".join(parts)
+    if not _parses(whole):  # keep the byte cut, which code mode cuts as text
+        corpus.source += "; does NOT parse as one module"
+        return corpus
+    source += ", the last module cut before a top-level statement"
+    return Corpus("python", whole, source, min(len(texts), len(parts)), passes)
 
 
 # --------------------------------------------------------------------------- methods
@@ -346,6 +413,130 @@ def build_methods(count: Callable[[str], int], split_text: Callable[..., list]) 
     return methods
 
 
+# --------------------------------------------------------------------------- modes
+
+MODE_CORPORA = {"markdown": "markdown", "python": "code"}  # corpus name -> our mode
+TREE_SITTER_HINT = "pip install tree-sitter-python"
+CHONKIE_CODE_HINT = "pip install 'chonkie[code]'"  # it then downloads grammars from GitHub
+
+
+def _split_markdown(text: str) -> object:
+    from gligabao.chunk.markdown import split_markdown
+
+    return split_markdown(text, chunk_size=CHUNK_TOKENS, overlap_percent=OVERLAP_PERCENT)
+
+
+def _split_code(text: str) -> object:
+    from gligabao.chunk.code import split_code
+
+    return split_code(text, python=True, chunk_size=CHUNK_TOKENS, overlap_percent=OVERLAP_PERCENT)
+
+
+def _python_language() -> object:
+    """The tree-sitter grammar semantic-text-splitter's CodeSplitter takes."""
+    try:
+        import tree_sitter_python
+    except ImportError as exc:
+        raise RuntimeError(f"{exc.msg} ({TREE_SITTER_HINT})") from exc
+    return tree_sitter_python.language()
+
+
+def build_mode_methods(corpus: str, count: Callable[[str], int]) -> list[Method]:
+    """The structure-aware methods for ``corpus`` ("markdown" or "python"): our mode
+    first, then its peers, each import deferred to its first call as in build_methods."""
+    ov_tok = f"{OVERLAP_TOKENS} tok"
+    ov_chr = f"{OVERLAP_CHARS} ch"
+
+    def ours_texts(out: object) -> list[str]:
+        return [c.text for c in out]  # type: ignore[attr-defined]
+
+    if corpus == "markdown":
+
+        def sts_md_chars(text: str) -> object:
+            from semantic_text_splitter import MarkdownSplitter
+
+            try:
+                splitter = MarkdownSplitter(CHUNK_CHARS, overlap=OVERLAP_CHARS)
+            except TypeError:  # an old version without overlap
+                splitter = MarkdownSplitter(CHUNK_CHARS)
+            return splitter.chunks(text)
+
+        def sts_md_callback(text: str) -> object:
+            from semantic_text_splitter import MarkdownSplitter
+
+            if not hasattr(MarkdownSplitter, "from_callback"):
+                raise RuntimeError("this version has no MarkdownSplitter.from_callback")
+            splitter = MarkdownSplitter.from_callback(count, CHUNK_TOKENS, overlap=OVERLAP_TOKENS)
+            return splitter.chunks(text)
+
+        return [
+            Method(
+                "ours: split_markdown",
+                "estimator",
+                f"{OVERLAP_PERCENT}%",
+                _split_markdown,
+                ours_texts,
+                ours=True,
+            ),
+            Method("semantic-text-splitter Markdown", "chars", ov_chr, sts_md_chars),
+            Method("semantic-text-splitter Markdown cb", "estimator", ov_tok, sts_md_callback),
+        ]
+
+    def sts_code_chars(text: str) -> object:
+        from semantic_text_splitter import CodeSplitter
+
+        language = _python_language()
+        try:
+            splitter = CodeSplitter(language, CHUNK_CHARS, overlap=OVERLAP_CHARS)
+        except TypeError:  # an old version without overlap
+            splitter = CodeSplitter(language, CHUNK_CHARS)
+        return splitter.chunks(text)
+
+    def sts_code_callback(text: str) -> object:
+        from semantic_text_splitter import CodeSplitter
+
+        if not hasattr(CodeSplitter, "from_callback"):
+            raise RuntimeError("this version has no CodeSplitter.from_callback")
+        splitter = CodeSplitter.from_callback(
+            _python_language(), count, CHUNK_TOKENS, overlap=OVERLAP_TOKENS
+        )
+        return splitter.chunks(text)
+
+    def chonkie_code(tokenizer: object, size: int) -> Callable[[str], object]:
+        def run(text: str) -> object:
+            from chonkie import CodeChunker
+
+            try:
+                chunker = CodeChunker(tokenizer=tokenizer, chunk_size=size, language="python")
+            except ImportError as exc:
+                raise RuntimeError(f"needs {exc.name}: {CHONKIE_CODE_HINT}") from exc
+            return chunker.chunk(text)
+
+        return run
+
+    def chonkie_texts(out: object) -> list[str]:
+        return [c.text for c in out]  # type: ignore[attr-defined]
+
+    return [
+        Method(
+            "ours: split_code",
+            "estimator",
+            f"{OVERLAP_PERCENT}%",
+            _split_code,
+            ours_texts,
+            ours=True,
+        ),
+        Method("semantic-text-splitter Code", "chars", ov_chr, sts_code_chars),
+        Method("semantic-text-splitter Code cb", "estimator", ov_tok, sts_code_callback),
+        Method(
+            "chonkie Code", "chars", "none", chonkie_code("character", CHUNK_CHARS), chonkie_texts
+        ),
+        Method(
+            "chonkie Code", "estimator", "none", chonkie_code(count, CHUNK_TOKENS), chonkie_texts
+        ),
+    ]
+
+
 # --------------------------------------------------------------------------- timing
 
 
@@ -427,7 +618,11 @@ def _mbps(nbytes: int, seconds: float | None) -> float | None:
     return None if not seconds else nbytes / MIB / seconds
 
 
-def print_table(corpus: Corpus, results: list[Result], problems: list[str]) -> None:
+def print_table(
+    corpus: Corpus, results: list[Result], problems: list[str], mode: str | None = None
+) -> None:
+    """One corpus's table; ``mode`` names a structure-aware table, whose "ours" row (and
+    so its ``x ours``) is that mode."""
     ours = next((r for r in results if r.name.startswith("ours")), None)
     floor = next((r for r in results if r.name.startswith("floor")), None)
     our_s = ours.seconds if ours else None
@@ -463,18 +658,23 @@ def print_table(corpus: Corpus, results: list[Result], problems: list[str]) -> N
         ).rstrip()
 
     print()
-    print(
-        f"== {corpus.name}: {corpus.nbytes:,} bytes UTF-8, {len(corpus.text):,} chars  "
-        f"(chunk_size {CHUNK_TOKENS} tokens / {CHUNK_CHARS} chars, overlap {OVERLAP_PERCENT}%)"
-    )
+    if mode:
+        print(f"-- {corpus.name}, {mode} mode (x ours = method time / our {mode} mode's time)")
+    else:
+        print(
+            f"== {corpus.name}: {corpus.nbytes:,} bytes UTF-8, {len(corpus.text):,} chars  "
+            f"(chunk_size {CHUNK_TOKENS} tokens / {CHUNK_CHARS} chars, "
+            f"overlap {OVERLAP_PERCENT}%)"
+        )
     print(fmt(headers))
     print(fmt(["-" * w for w in widths]))
     for row in rows:
         print(fmt(row))
-    print(
-        "x ours = method time / our time (> 1: we are faster); "
-        "max tok = largest chunk by Estimator().count"
-    )
+    if not mode:
+        print(
+            "x ours = method time / our time (> 1: we are faster); "
+            "max tok = largest chunk by Estimator().count"
+        )
     if our_s and floor and floor.seconds:
         print(
             f"ours vs floor: {our_s / floor.seconds:.2f}x the time of one estimator pass "
@@ -497,11 +697,40 @@ def print_table(corpus: Corpus, results: list[Result], problems: list[str]) -> N
         assert best.seconds is not None
         verdict = "faster" if our_s < best.seconds else "slower"
         print(
-            f"ours vs fastest estimator-sized peer{label} ({best.name}, overlap {best.overlap}): "
+            f"ours{f' {mode} mode' if mode else ''} vs fastest estimator-sized peer{label} "
+            f"({best.name}, overlap {best.overlap}): "
             f"{best.seconds / our_s:.2f}x (we are {verdict}: {our_s:.4f} s vs {best.seconds:.4f} s)"
         )
     for problem in problems:
-        print(f"WARNING: ours on {corpus.name}: {problem}")
+        print(f"WARNING: ours{f' {mode} mode' if mode else ''} on {corpus.name}: {problem}")
+
+
+def mode_vs_text(mode: str, results: list[Result], mode_results: list[Result]) -> float | None:
+    """Our structure-aware mode's median time over our text mode's, on the same corpus."""
+    text = next((r for r in results if r.name.startswith("ours")), None)
+    ours = next((r for r in mode_results if r.name.startswith("ours")), None)
+    if not (text and ours and text.seconds and ours.seconds):
+        return None
+    return ours.seconds / text.seconds
+
+
+def print_mode_vs_text(
+    mode: str, ratio: float | None, results: list[Result], mode_results: list[Result]
+) -> None:
+    if ratio is None:
+        print(f"ours {mode} mode vs ours text mode: unavailable")
+        return
+    text = next(r for r in results if r.name.startswith("ours"))
+    ours = next(r for r in mode_results if r.name.startswith("ours"))
+    target = ""
+    if mode == "markdown":  # issue 5: markdown mode no more than 3x slower than text mode
+        target = (
+            f"; target <= {MARKDOWN_LIMIT:.0f}x: {'PASS' if ratio <= MARKDOWN_LIMIT else 'FAIL'}"
+        )
+    print(
+        f"ours {mode} mode vs ours text mode: {ratio:.2f}x "
+        f"({ours.seconds:.4f} s vs {text.seconds:.4f} s{target})"
+    )
 
 
 def _version(dist: str) -> str:
@@ -509,6 +738,28 @@ def _version(dist: str) -> str:
         return importlib.metadata.version(dist)
     except importlib.metadata.PackageNotFoundError:
         return "not installed"
+
+
+def _json_rows(corpus: Corpus, results: list[Result]) -> list[dict]:
+    ours = next((r for r in results if r.name.startswith("ours")), None)
+    base = ours.seconds if ours else None
+    return [
+        {
+            "method": r.name,
+            "sizing": r.sizing,
+            "overlap": r.overlap,
+            "chunks": r.chunks,
+            "max_tokens": r.max_tokens,
+            "median_s": r.seconds,
+            "mb_per_s": _mbps(corpus.nbytes, r.seconds),
+            "ratio_to_ours": r.seconds / base if r.seconds and base else None,
+            "runs": r.runs,
+            "times_s": r.times,
+            "note": r.note,
+            "unavailable": r.error,
+        }
+        for r in results
+    ]
 
 
 # --------------------------------------------------------------------------- main
@@ -544,7 +795,14 @@ def main(argv: list[str] | None = None) -> int:
 
     versions = {
         d: _version(d)
-        for d in ("semchunk", "langchain-text-splitters", "semantic-text-splitter", "chonkie")
+        for d in (
+            "semchunk",
+            "langchain-text-splitters",
+            "semantic-text-splitter",
+            "chonkie",
+            "tree-sitter-python",
+            "tree-sitter-language-pack",
+        )
     }
     log(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
@@ -591,34 +849,39 @@ def main(argv: list[str] | None = None) -> int:
         ]
         if not args.json:
             print_table(corpus, results, problems)
-        ours = next(r for r in results if r.name.startswith("ours"))
-        report["corpora"][corpus.name] = {
+        entry: dict = {
             "source": corpus.source,
             "bytes": corpus.nbytes,
             "chars": len(corpus.text),
             "files": corpus.files,
             "passes": corpus.passes,
             "sanity_problems": problems,
-            "methods": [
-                {
-                    "method": r.name,
-                    "sizing": r.sizing,
-                    "overlap": r.overlap,
-                    "chunks": r.chunks,
-                    "max_tokens": r.max_tokens,
-                    "median_s": r.seconds,
-                    "mb_per_s": _mbps(corpus.nbytes, r.seconds),
-                    "ratio_to_ours": (
-                        r.seconds / ours.seconds if r.seconds and ours.seconds else None
-                    ),
-                    "runs": r.runs,
-                    "times_s": r.times,
-                    "note": r.note,
-                    "unavailable": r.error,
-                }
-                for r in results
-            ],
+            "methods": _json_rows(corpus, results),
         }
+        mode = MODE_CORPORA.get(corpus.name)
+        if mode:
+            cut = _split_markdown if mode == "markdown" else _split_code
+            try:
+                mode_problems = sanity_check(corpus.text, lambda t, _cut=cut, **_: _cut(t), count)
+            except Exception as exc:
+                mode_problems = [f"sanity check failed: {_short(exc)}"]
+            mode_results = [
+                time_method(m, corpus.text, args.runs, count, log)
+                for m in build_mode_methods(corpus.name, count)
+            ]
+            ratio = mode_vs_text(mode, results, mode_results)
+            if not args.json:
+                print_table(corpus, mode_results, mode_problems, mode=mode)
+                print_mode_vs_text(mode, ratio, results, mode_results)
+            entry["mode"] = {
+                "mode": mode,
+                "sanity_problems": mode_problems,
+                "methods": _json_rows(corpus, mode_results),
+                "ratio_to_text_mode": ratio,
+            }
+            if mode == "markdown":
+                entry["mode"]["within_limit"] = None if ratio is None else ratio <= MARKDOWN_LIMIT
+        report["corpora"][corpus.name] = entry
     report["total_s"] = time.perf_counter() - started
     if args.json:
         print(json.dumps(report, indent=2))

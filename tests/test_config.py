@@ -197,19 +197,15 @@ def test_missing_config_file_exits_5(gb_cli, monkeypatch) -> None:
     assert one_line(result.stderr) == "gb: GB_CONFIG points to gone.toml, which does not exist"
 
 
-@pytest.mark.parametrize("mode", ["markdown", "code"])
-def test_structure_modes_are_refused_for_now(gb_cli, monkeypatch, mode: str) -> None:
-    Path("doc.md").write_text("# Title\n\nText.\n")
-    result = gb_cli("chunk-preview", "--mode", mode, "doc.md")
-    assert result.exit_code == 5
-    line = one_line(result.stderr)
-    assert f"mode = '{mode}' (from flag) is not available yet" in line
-    assert "auto, text" in line
-    # The same from the file or the environment, naming where it came from.
-    monkeypatch.setenv("GB_MODE", mode)
-    result = gb_cli("chunk-preview", "doc.md")
-    assert result.exit_code == 5
-    assert "(from env GB_MODE)" in one_line(result.stderr)
+def test_the_mode_comes_from_the_flag_or_the_environment(gb_cli, monkeypatch) -> None:
+    Path("doc.md").write_text("# Title\n\n" + "Some words here. " * 60 + "\n\n## Next\n\nMore.\n")
+    by_flag = json.loads(gb_cli("chunk-preview", "--json", "--chunk-size", "64", "doc.md").stdout)
+    assert by_flag["chunks"][0]["section"] == "Title"  # auto: markdown for .md
+    as_text = gb_cli("chunk-preview", "--json", "--chunk-size", "64", "--mode", "text", "doc.md")
+    assert json.loads(as_text.stdout)["chunks"][0]["section"] is None
+    monkeypatch.setenv("GB_MODE", "text")
+    from_env = gb_cli("chunk-preview", "--json", "--chunk-size", "64", "doc.md")
+    assert json.loads(from_env.stdout) == json.loads(as_text.stdout)
 
 
 def test_unknown_mode_is_refused(gb_cli) -> None:

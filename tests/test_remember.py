@@ -89,9 +89,11 @@ def write(name: str, data: bytes) -> Path:
     return path
 
 
-def plan(text: str, chunk_size: int) -> list[Any]:
-    """The chunks gb will make of ``text`` at this chunk size (the library's own cut)."""
-    return cut(text, load_config(None, {"chunk_size": chunk_size}, {}).chunk_settings()).chunks
+def plan(text: str, chunk_size: int, path: str | None = None) -> list[Any]:
+    """The chunks gb will make of ``text`` at this chunk size (the library's own cut),
+    in the mode the file name ``path`` calls for."""
+    settings = load_config(None, {"chunk_size": chunk_size}, {}).chunk_settings()
+    return cut(text, settings, path).chunks
 
 
 def unique_marker(text: str, chunks: list[Any], index: int) -> str:
@@ -246,8 +248,9 @@ def test_a_run_stores_chunks_summaries_graph_keywords_and_vectors(gb_cli, online
     assert response["artifact_id"] == doc["id"]
     assert doc["text"] == data.decode("utf-8") and doc["status"] == "complete"
     chunks = chunk_rows(doc["id"])
-    expected = plan(data.decode("utf-8"), 256)
+    expected = plan(data.decode("utf-8"), 256, str(path))  # markdown mode, by the extension
     assert len(chunks) == len(expected) == len(response["chunks"]) > 10
+    assert any(c.section for c in expected)
     for row, view, want in zip(chunks, response["chunks"], expected, strict=True):
         # The stored text is the exact slice of the file's bytes by its offsets.
         assert data[row["start_offset"] : row["end_offset"]].decode("utf-8") == row["text"]

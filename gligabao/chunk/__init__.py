@@ -13,7 +13,6 @@ from gligabao.chunk.text import Chunk, overlap_budget, split_text
 from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, get_tokenizer
 
 MODES = ("auto", "text", "markdown", "code")
-IMPLEMENTED_MODES = ("auto", "text")  # markdown and code: SPEC C6, not yet
 
 __all__ = [
     "ESTIMATOR",
@@ -97,9 +96,9 @@ def mode_for(path: str | None, mode: str) -> str:
     if mode != "auto":
         return mode
     suffix = os.path.splitext(path or "")[1].lower()
-    if suffix in MARKDOWN_SUFFIXES and "markdown" in IMPLEMENTED_MODES:
+    if suffix in MARKDOWN_SUFFIXES:
         return "markdown"
-    if suffix in CODE_SUFFIXES and "code" in IMPLEMENTED_MODES:
+    if suffix in CODE_SUFFIXES:
         return "code"
     return "text"
 

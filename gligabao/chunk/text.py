@@ -122,6 +122,7 @@ class Splitter:
         blocks: list[tuple[int, int]] | None = None,
         *,
         overlap: bool = True,
+        atoms: list[tuple[int, int]] | None = None,
     ) -> list[tuple[int, int]]:
         """Spans of the chunks that cover ``data[start:end]``, the first starting at
         ``start`` and the last ending at ``end``.
@@ -130,9 +131,16 @@ class Splitter:
         between them) or, when None, the region's paragraphs; a unit larger than a
         chunk is split as C4 says (sentences, then words, then pieces). Chunks repeat
         the end of the previous one within the region only, unless ``overlap`` is off.
+
+        ``atoms`` (byte spans in order, not overlapping, each starting and ending at a
+        token boundary: an image, a table row, a fenced block) are never cut inside: no
+        unit and no chunk, overlap included, starts or ends strictly inside one that
+        fits in a chunk; one larger than a chunk is cut as any other text.
         """
         budget = self.budget if overlap else 0
         units = _Units(self.data, self.counter, self.chunk_size, max(self.chunk_size - budget, 1))
+        if atoms:
+            units.keep_whole(atoms)
         if blocks is None:
             units.split(start, end)
         else:
@@ -142,9 +150,14 @@ class Splitter:
             return [(start, end)]
         return _pack(self.data, units, self.counter, self.chunk_size, budget, start, end)
 
-    def chunks(self, spans: list[tuple[int, int]]) -> list[Chunk]:
-        """`Chunk`s for byte spans in order; overlap is what a span shares with the last."""
-        return _chunks(self.text, self.data, spans, self.counter)
+    def chunks(
+        self,
+        spans: list[tuple[int, int]],
+        where: list[tuple[str | None, str | None, str]] | None = None,
+    ) -> list[Chunk]:
+        """`Chunk`s for byte spans in order; overlap is what a span shares with the last.
+        ``where`` gives each its ``section``, ``anchor`` and ``context``."""
+        return _chunks(self.text, self.data, spans, self.counter, where)
 
 
 class _Units:
@@ -158,6 +171,27 @@ class _Units:
         self.starts: list[int] = []
         self.ends: list[int] = []
         self.tokens: list[int] = []
+        # Spans no unit bound may fall strictly inside (`Splitter.region`'s atoms).
+        self.atom_starts: list[int] = []
+        self.atom_ends: list[int] = []
+
+    def keep_whole(self, atoms: list[tuple[int, int]]) -> None:
+        """Keep these spans whole, those that fit in a chunk (the others may be cut)."""
+        for start, end in sorted(atoms):
+            if self.atom_ends and start < self.atom_ends[-1]:
+                continue  # overlaps the one before: keep the first
+            if self.count(start, end) <= self.chunk_size:
+                self.atom_starts.append(start)
+                self.atom_ends.append(end)
+
+    def inside(self, pos: int) -> bool:
+        """Whether ``pos`` lies strictly inside an atom."""
+        i = bisect_left(self.atom_starts, pos) - 1  # the last atom starting before pos
+        return i >= 0 and pos < self.atom_ends[i]
+
+    def _holds_atom(self, start: int, end: int) -> bool:
+        i = bisect_left(self.atom_ends, start + 1)  # the first atom ending after start
+        return i < len(self.atom_starts) and self.atom_starts[i] < end
 
     def split(self, start: int, end: int) -> None:
         """The paragraphs of ``data[start:end]`` as units."""
@@ -192,6 +226,8 @@ class _Units:
             return
         pos = start
         for match in _SENTENCE_END.finditer(self.data, start, end):
+            if self.atom_starts and self.inside(match.end()):
+                continue
             self._sentence(pos, match.end())
             pos = match.end()
         self._sentence(pos, end)
@@ -209,24 +245,44 @@ class _Units:
     def _words(self, start: int, end: int) -> None:
         """Pack the words of one oversized sentence into pieces of at most piece_max tokens."""
         piece_start = piece_end = -1
-        for match in _WORD.finditer(self.data, start, end):
-            w_start, w_end = match.span()
+        for w_start, w_end in self._word_spans(start, end):
             if piece_start >= 0 and self.count(piece_start, w_end) <= self.piece_max:
                 piece_end = w_end
                 continue
             if piece_start >= 0:
                 self._add(piece_start, piece_end, self.count(piece_start, piece_end))
                 piece_start = -1
-            if self.count(w_start, w_end) > self.piece_max:
-                self._cut_word(w_start, w_end)
-            else:
+            tokens = self.count(w_start, w_end)
+            if tokens <= self.piece_max:
                 piece_start, piece_end = w_start, w_end
+            elif tokens <= self.chunk_size and self._holds_atom(w_start, w_end):
+                self._add(w_start, w_end, tokens)  # an atom: whole, if less room for overlap
+            else:
+                self._cut_word(w_start, w_end)
         if piece_start >= 0:
             self._add(piece_start, piece_end, self.count(piece_start, piece_end))
+
+    def _word_spans(self, start: int, end: int):
+        """The words of ``data[start:end]``; words an atom spans are joined into one."""
+        if not self.atom_starts:
+            for match in _WORD.finditer(self.data, start, end):
+                yield match.span()
+            return
+        w_start = -1
+        for match in _WORD.finditer(self.data, start, end):
+            if w_start < 0:
+                w_start = match.start()
+            if not self.inside(match.end()):
+                yield w_start, match.end()
+                w_start = -1
+        if w_start >= 0:
+            yield w_start, match.end()
 
     def _cut_word(self, start: int, end: int) -> None:
         """Cut a word larger than a piece between tokens, each piece as large as fits."""
         cuts = [m.end() for m in _TOKEN.finditer(self.data, start, end)]
+        if self.atom_starts:
+            cuts = [c for c in cuts if not self.inside(c)] or [end]
         first = 0
         while first < len(cuts):
             piece_start = start if first == 0 else cuts[first - 1]
@@ -266,6 +322,12 @@ def _pack(
         if spans and budget:
             room = min(budget, chunk_size - tokens[first])
             overlap_start = _overlap_start(data, units, counter, prev_first, first, room)
+            if not counter.additive:
+                overlap_start = _exact_overlap(
+                    units, counter, prev_first, first, overlap_start, room
+                )
+            if overlap_start <= spans[-1][0]:  # never start where the previous chunk did
+                overlap_start = starts[first]
         total = counter.count(overlap_start, starts[first]) + tokens[first]
         last = first + 1
         while last < n and total + tokens[last] <= chunk_size:
@@ -278,6 +340,18 @@ def _pack(
         spans.append((start, end))
         prev_first, first = first, last
     return spans
+
+
+def _exact_overlap(
+    units: _Units, counter: SpanCounter, prev_first: int, first: int, start: int, room: int
+) -> int:
+    """With a tokenizer that is not additive (tiktoken counts the whitespace between
+    units too), move the overlap's start to later units until counted whole it fits."""
+    prev_end = units.ends[first - 1]
+    while start < units.starts[first] and counter.count(start, prev_end) > room:
+        i = bisect_right(units.starts, start, prev_first, first)
+        start = units.starts[i] if i < first else units.starts[first]
+    return start
 
 
 def _overlap_start(
@@ -297,6 +371,8 @@ def _overlap_start(
     # Not even the last unit fits: its last words that do.
     unit_end = units.ends[first - 1]
     word_starts = [m.start() for m in _WORD.finditer(data, starts[first - 1], unit_end)]
+    if units.atom_starts:
+        word_starts = [s for s in word_starts if not units.inside(s)]
     # Counts fall as the start moves right: find the first word start that fits.
     k = bisect_left(word_starts, -room, key=lambda s: -counter.count(s, unit_end))
     return word_starts[k] if k < len(word_starts) else starts[first]
@@ -324,7 +400,11 @@ def _fit(
 
 
 def _chunks(
-    text: str, data: bytes, spans: list[tuple[int, int]], counter: SpanCounter
+    text: str,
+    data: bytes,
+    spans: list[tuple[int, int]],
+    counter: SpanCounter,
+    where: list[tuple[str | None, str | None, str]] | None = None,
 ) -> list[Chunk]:
     """Chunks with character offsets, byte offsets, tokens and overlap tokens."""
     char_at = _char_offsets(text, data, {b for span in spans for b in span})
@@ -343,6 +423,7 @@ def _chunks(
                 counter.count(start, end),
                 overlap,
                 text[c_start:c_end],
+                *(where[i] if where else ()),
             )
         )
         prev_end = end

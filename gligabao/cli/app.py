@@ -9,9 +9,8 @@ from typing import Any, TypeVar
 import typer
 
 from gligabao import __version__, render
-from gligabao.chunk import IMPLEMENTED_MODES
 from gligabao.config import Config, load_config
-from gligabao.errors import ConfigError, ExitCode, GbError
+from gligabao.errors import ExitCode, GbError
 
 HELP = """\
 gb cuts documents into chunks, extracts a temporal knowledge graph from them with an
@@ -88,18 +87,11 @@ def main() -> None:
     app()
 
 
-def configure(config_path: str | None, flags: dict[str, Any], *, cutting: bool = False) -> Config:
-    """The configuration with flags applied, its warnings printed; for commands that cut,
-    a mode that is not built yet is refused."""
+def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
+    """The configuration with flags applied, its warnings printed."""
     config = load_config(config_path, flags)
     for message in config.warnings:
         render.warning(message)
-    if cutting and config["mode"] not in IMPLEMENTED_MODES:
-        raise ConfigError(
-            f"mode = {config['mode']!r} (from {config.sources['mode']}) is not available yet: "
-            f"markdown and code modes come in a later version; use one of "
-            f"{', '.join(IMPLEMENTED_MODES)}"
-        )
     return config
 
 

@@ -37,7 +37,6 @@ def chunk_preview(
             "mode": mode,
             "tokenizer": tokenizer,
         },
-        cutting=True,
     )
     settings = config.chunk_settings()
     if not paths and sys.stdin.isatty():

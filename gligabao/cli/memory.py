@@ -96,7 +96,7 @@ def remember_command(
     }
     flags.update(_stage_flags("models", model, None))
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))
-    config = configure(config_path, flags, cutting=True)
+    config = configure(config_path, flags)
     valid = _iso("--valid-at", valid_at)
     run_options = Options(
         dataset=config["dataset"],

@@ -21,7 +21,7 @@ Overlap = Annotated[
 ]
 Mode = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--mode", help="How to cut: auto, text (markdown and code: not yet)."),
+    typer.Option("--mode", help="How to cut: auto (by file extension), text, markdown, code."),
 ]
 TokenizerSpec = Annotated[
     Optional[str],  # noqa: UP045

@@ -182,7 +182,7 @@ def status(
         "mode": mode,
         "tokenizer": tokenizer,
     }
-    config = configure(config_path, flags, cutting=True)
+    config = configure(config_path, flags)
     conn = open_store(config)
     settings = config.chunk_settings()
     found = datasets.find_dataset(conn, config["dataset"])
