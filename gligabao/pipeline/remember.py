@@ -3,14 +3,16 @@
     split -> fetch (concurrent) -> store the parent -> store each chunk, in order
 
 Fetch: every chunk's extraction and summary run at once, bounded by `concurrency`;
-if one fails nothing is stored. Then each chunk's embeddings request and the batched
-resolve calls start together (their candidates are the stored graph plus what earlier
-chunks extracted, all known by now), and the store phase takes the chunks in order as
-their answers arrive: it does database work only. A failure at chunk k leaves the
-parent and the chunks before k stored; running the same input again finds the
-document by its sha256 and completes it from chunk k, reusing every answer already
-paid for. Without an endpoint the text and its chunks are stored with the stages
-still to do marked on them, and a later run with one completes exactly those.
+if one fails nothing is stored. Each chunk's one embeddings request starts as soon as
+its own two answers are back; once all are, the batched resolve calls start (their
+candidates are the stored graph plus what earlier chunks extracted, all known by
+now), and the store phase takes the chunks in order as their answers arrive: it does
+database work only. A failure at chunk k leaves the parent and the chunks before k
+stored; running the same input again finds the document by its sha256 and completes
+it from chunk k, cut with the settings it was first cut with, reusing every answer
+already paid for. A text already stored whole is `unchanged` and costs nothing.
+Without an endpoint the text and its chunks are stored with the stages still to do
+marked on them, and a later run with one completes exactly those.
 """
 
 from __future__ import annotations
