@@ -1,0 +1,217 @@
+"""Search a dataset (SPEC Q2): BM25 over the keyword index, KNN over the vector indexes,
+fused by reciprocal rank.
+
+What is searched: chunks (as embedded: context first), chunk summaries, and documents
+short enough not to be chunked. A summary hit stands for its chunk (its parent): both are
+one entry, ranked per method by whichever of the two came first. Reciprocal rank fusion
+scores an entry sum(1 / (rrf_k + rank)) over the methods that found it, rank 1-based in
+each method's list of at most `depth` entries. Documents superseded by a newer version
+of the same source are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from gligabao.store import vectors
+from gligabao.store.artifacts import SUMMARY_KIND, search_artifacts_fts
+from gligabao.store.datasets import Dataset
+from gligabao.store.db import query as _rows
+
+__all__ = ["METHODS", "Hit", "fuse", "line_range", "search"]
+
+METHODS = ("hybrid", "bm25", "vector")
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: a chunk (or an unchunked document) with where it comes from."""
+
+    score: float
+    ranks: dict[str, int]  # method -> 1-based rank in that method's list
+    artifact_id: int  # the chunk, or the document itself when it was not chunked
+    document_id: int
+    source: str | None
+    start_offset: int | None  # UTF-8 byte offsets in the document
+    end_offset: int | None
+    line_start: int | None  # 1-based lines of the offsets
+    line_end: int | None
+    section: str | None
+    text: str
+    summary: str | None
+    kind: str = "chunk"  # chunk | document
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "score": self.score,
+            "ranks": self.ranks,
+            "artifact_id": self.artifact_id,
+            "document_id": self.document_id,
+            "kind": self.kind,
+            "source": self.source,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "section": self.section,
+            "text": self.text,
+            "summary": self.summary,
+        }
+
+
+def fuse(
+    rankings: Mapping[str, Sequence[Hashable]], rrf_k: int = 60
+) -> list[tuple[Hashable, float, dict[str, int]]]:
+    """Reciprocal rank fusion of ranked lists (best first), one per method.
+
+    Returns (key, score, {method: rank}) best first; a key repeated within one list
+    counts at its first (best) place. Ties keep the order of first appearance.
+    """
+    scores: dict[Hashable, float] = {}
+    ranks: dict[Hashable, dict[str, int]] = {}
+    for method, keys in rankings.items():
+        for rank, key in enumerate(dict.fromkeys(keys), start=1):
+            scores[key] = scores.get(key, 0.0) + 1.0 / (rrf_k + rank)
+            ranks.setdefault(key, {})[method] = rank
+    order = sorted(scores, key=lambda key: -scores[key])  # stable: ties keep first seen
+    return [(key, scores[key], ranks[key]) for key in order]
+
+
+def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """1-based lines of the bytes data[start:end]: the line of `start` and that of the
+    last byte before `end` (a span ending with its newline ends on that line)."""
+    start = max(0, min(start, len(data)))
+    last = max(start, min(end, len(data)) - 1)
+    first_line = data.count(b"\n", 0, start) + 1
+    return first_line, first_line + data.count(b"\n", start, last)
+
+
+def _artifacts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    rows = _rows(
+        conn,
+        """SELECT id, parent_id, kind, text, source, start_offset, end_offset, section,
+                  superseded_by
+           FROM gb_artifacts WHERE id IN (SELECT value FROM json_each(?))""",
+        (json.dumps(list(ids)),),
+    )
+    return {r["id"]: r for r in rows}
+
+
+def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
+    """Artifact ids mapped to their entry (a summary to its chunk), order kept, unknown
+    and superseded ones dropped."""
+    rows = _artifacts(conn, ids)
+    parents = _artifacts(conn, [r["parent_id"] for r in rows.values() if r["parent_id"]])
+    out = []
+    for aid in ids:
+        row = rows.get(aid)
+        if row is None:
+            continue
+        if row["kind"] == SUMMARY_KIND:
+            aid, row = row["parent_id"], parents.get(row["parent_id"])
+            if row is None:
+                continue
+        out.append(aid)
+    return list(dict.fromkeys(out))
+
+
+def _bm25(conn: apsw.Connection, dataset_id: int, text: str, depth: int) -> list[int]:
+    rows = search_artifacts_fts(conn, dataset_id, text, limit=depth)
+    return _entries(conn, [r["artifact_id"] for r in rows])
+
+
+def _vector(
+    conn: apsw.Connection, dataset_id: int, vector: Sequence[float] | bytes, depth: int
+) -> list[int]:
+    found = [
+        *vectors.knn(conn, dataset_id, "chunks", vector, depth),
+        *vectors.knn(conn, dataset_id, "summaries", vector, depth),
+    ]
+    found.sort(key=lambda n: n.distance)
+    ids = [vectors.parse_vector_id(n.vector_id)[1] for n in found]
+    return _entries(conn, ids)[:depth]
+
+
+def search(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    query: str,
+    *,
+    method: str = "hybrid",
+    k: int = 10,
+    query_vector: Sequence[float] | bytes | None = None,
+    depth: int = 50,
+    rrf_k: int = 60,
+) -> list[Hit]:
+    """The k best hits for `query` in `dataset`, best first.
+
+    `method` is hybrid (BM25 and vector fused), bm25 or vector; hybrid and vector need
+    `query_vector`, the query embedded with the dataset's own model. `depth` is how many
+    candidates each method contributes; `rrf_k` the fusion constant.
+    """
+    if method not in METHODS:
+        raise ValueError(f"unknown search method {method!r}; one of {', '.join(METHODS)}")
+    if method != "bm25" and query_vector is None:
+        raise ValueError(f"{method} search needs the query's vector")
+    if k <= 0:
+        return []
+    depth = max(depth, k)
+    rankings: dict[str, list[int]] = {}
+    if method in ("hybrid", "bm25"):
+        rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
+    if method in ("hybrid", "vector"):
+        assert query_vector is not None
+        rankings["vector"] = _vector(conn, dataset.id, query_vector, depth)
+    fused = fuse(rankings, rrf_k)
+    hits: list[Hit] = []
+    rows = _artifacts(conn, [key for key, _, _ in fused])  # type: ignore[misc]
+    docs = _artifacts(conn, [r["parent_id"] for r in rows.values() if r["parent_id"]])
+    summaries = {
+        r["parent_id"]: r["text"]
+        for r in _rows(
+            conn,
+            f"""SELECT parent_id, text FROM gb_artifacts WHERE kind = '{SUMMARY_KIND}'
+                AND parent_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
+            (json.dumps(list(rows)),),
+        )
+    }
+    data_of: dict[int, bytes] = {}
+    for key, score, ranks in fused:
+        row = rows.get(key)  # type: ignore[call-overload]
+        if row is None:
+            continue
+        doc = row if row["parent_id"] is None else docs.get(row["parent_id"])
+        if doc is None or doc["superseded_by"] is not None:
+            continue
+        data = data_of.get(doc["id"])
+        if data is None:
+            data = data_of[doc["id"]] = doc["text"].encode("utf-8")
+        start, end = row["start_offset"], row["end_offset"]
+        if row["parent_id"] is None:
+            start, end = 0, len(data)
+        lines = line_range(data, start, end) if start is not None and end is not None else None
+        hits.append(
+            Hit(
+                score=score,
+                ranks=ranks,
+                artifact_id=row["id"],
+                document_id=doc["id"],
+                source=doc["source"],
+                start_offset=start,
+                end_offset=end,
+                line_start=lines[0] if lines else None,
+                line_end=lines[1] if lines else None,
+                section=row["section"],
+                text=row["text"],
+                summary=summaries.get(row["id"]),
+                kind="document" if row["parent_id"] is None else "chunk",
+            )
+        )
+        if len(hits) == k:
+            break
+    return hits

@@ -1,0 +1,224 @@
+"""`gb search` (SPEC Q2): BM25, vector KNN and their reciprocal rank fusion, on licence
+texts nobody here wrote, embedded by the test server's deterministic embeddings."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gligabao.search import fuse, line_range, search
+from gligabao.store import open_db
+from gligabao.store.artifacts import insert_chunk, insert_document
+from gligabao.store.datasets import find_dataset, get_or_create_dataset
+from tests.llm_server import LLMServer
+
+LICENSES = Path("/usr/share/common-licenses")
+CORPUS = ("Apache-2.0", "MPL-2.0", "GPL-3")
+HIT_KEYS = {
+    "score",
+    "ranks",
+    "artifact_id",
+    "document_id",
+    "kind",
+    "source",
+    "start_offset",
+    "end_offset",
+    "line_start",
+    "line_end",
+    "section",
+    "text",
+    "summary",
+}
+
+needs_corpus = pytest.mark.skipif(
+    not all((LICENSES / name).is_file() for name in CORPUS), reason="no licence texts here"
+)
+
+
+@pytest.fixture
+def online(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
+    with LLMServer() as server:
+        for name, value in {
+            "OPENAI_BASE_URL": server.base_url,
+            "OPENAI_API_KEY": "sk-search-test",
+            "GB_DB": str(Path.cwd() / "gb.db"),
+            "GB_EMBEDDINGS_DIMENSIONS": "64",
+            "GB_CHUNK_SIZE": "128",
+        }.items():
+            monkeypatch.setenv(name, value)
+        yield server
+
+
+@pytest.fixture
+def corpus() -> list[str]:
+    for name in CORPUS:
+        shutil.copy(LICENSES / name, name)
+    return list(CORPUS)
+
+
+def _hits(gb_cli, *args: str) -> list[dict]:
+    result = gb_cli("search", "--json", *args)
+    assert result.exit_code == 0, result.stderr
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+# ------------------------------------------------------------------ fusion, by hand
+
+
+def test_fusion_matches_a_hand_computed_ranking() -> None:
+    # bm25: a b c d ; vector: c a e  (rrf_k = 60)
+    #   a: 1/61 + 1/62   = 0.032522...
+    #   c: 1/63 + 1/61   = 0.032266...
+    #   b: 1/62          = 0.016129
+    #   e: 1/63          = 0.015873
+    #   d: 1/64          = 0.015625
+    fused = fuse({"bm25": ["a", "b", "c", "d"], "vector": ["c", "a", "e"]}, rrf_k=60)
+    assert [key for key, _, _ in fused] == ["a", "c", "b", "e", "d"]
+    scores = dict((key, score) for key, score, _ in fused)
+    assert scores["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert scores["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert scores["d"] == pytest.approx(1 / 64)
+    assert fused[0][2] == {"bm25": 1, "vector": 2}
+    assert fused[3][2] == {"vector": 3}
+
+
+def test_fusion_constant_changes_the_order_and_duplicates_count_once() -> None:
+    # The repeated z counts once, so vector ranks z 1, w 2, y 3.
+    # k = 0: x = z = 1/1 beat y = 1/2 + 1/3; k = 60: y = 1/62 + 1/63 beats x = z = 1/61.
+    lists = {"bm25": ["x", "y"], "vector": ["z", "z", "w", "y"]}
+    assert [key for key, _, _ in fuse(lists, rrf_k=0)] == ["x", "z", "y", "w"]
+    ranked = fuse(lists, rrf_k=60)
+    assert ranked[0][0] == "y" and ranked[0][2] == {"bm25": 2, "vector": 3}
+    assert ranked[0][1] == pytest.approx(1 / 62 + 1 / 63)
+
+
+def test_line_range_counts_lines_of_utf8_bytes() -> None:
+    data = "première ligne\nzweite Zeile\nthird line\n".encode()
+    second = data.index(b"zweite")
+    assert line_range(data, 0, len(data)) == (1, 3)
+    assert line_range(data, second, second + 6) == (2, 2)
+    # A span ending with its newline ends on that line, not the next.
+    assert line_range(data, 0, data.index(b"\n") + 1) == (1, 1)
+    assert line_range(data, second, len(data) - 1) == (2, 3)
+
+
+def test_library_hits_point_at_lines_and_map_summaries_to_their_chunk(tmp_path: Path) -> None:
+    text = "Alpha line\nβeta line two\nthe zebra grazes here\nlast line\n"
+    data = text.encode()
+    conn = open_db(str(tmp_path / "lib.db"))
+    ds = get_or_create_dataset(conn, "default")
+    doc = insert_document(
+        conn, dataset_id=ds.id, text=text, source="crafted.txt", chunk_count=2, status="complete"
+    )
+    cut = data.index(b"the zebra")
+    insert_chunk(
+        conn,
+        document_id=doc,
+        text=data[:cut].decode(),
+        chunk_index=0,
+        start_offset=0,
+        end_offset=cut,
+        tokens=6,
+    )
+    second = insert_chunk(
+        conn,
+        document_id=doc,
+        text=data[cut:].decode(),
+        chunk_index=1,
+        start_offset=cut,
+        end_offset=len(data),
+        tokens=6,
+        section="Pasture",
+    )
+    from gligabao.store.artifacts import insert_summary
+
+    insert_summary(conn, chunk_id=second, text="An animal eats grass (zebra).")
+    hits = search(conn, ds, "zebra", method="bm25")
+    assert len(hits) == 1  # the chunk and its summary are one entry
+    hit = hits[0]
+    assert hit.artifact_id == second and hit.document_id == doc
+    assert (hit.line_start, hit.line_end) == (3, 4)
+    assert (hit.start_offset, hit.end_offset) == (cut, len(data))
+    assert hit.section == "Pasture" and hit.summary == "An animal eats grass (zebra)."
+    assert hit.ranks == {"bm25": 1} and hit.score == pytest.approx(1 / 61)
+    # Only the summary says "animal": the hit is still the chunk.
+    assert [h.artifact_id for h in search(conn, ds, "animal", method="bm25")] == [second]
+    assert search(conn, ds, "Alpha", method="bm25")[0].line_start == 1
+    with pytest.raises(ValueError):
+        search(conn, ds, "zebra", method="vector")
+
+
+# ------------------------------------------------------------------ gb search on a corpus
+
+
+@needs_corpus
+def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, online, corpus) -> None:
+    assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
+
+    # BM25: a phrase only the MPL has.
+    hits = _hits(gb_cli, "Larger Work", "--method", "bm25", "-k", "5")
+    assert hits and hits[0]["source"].endswith("MPL-2.0")
+    assert "Larger Work" in hits[0]["text"]
+    assert all(set(h) == HIT_KEYS for h in hits)
+    assert all(h["ranks"].keys() == {"bm25"} for h in hits)
+
+    # Vector: hits come back, each ranked by the vector method only.
+    hits = _hits(gb_cli, "patent license termination litigation", "--method", "vector")
+    assert len(hits) == 10 and all(h["ranks"].keys() == {"vector"} for h in hits)
+
+    # Hybrid: fused scores, descending; the lines match the byte offsets.
+    hits = _hits(gb_cli, "Convey the Program in object code", "-k", "20")
+    assert len(hits) == 20
+    assert [h["score"] for h in hits] == sorted((h["score"] for h in hits), reverse=True)
+    assert any(len(h["ranks"]) == 2 for h in hits)
+    for hit in hits:
+        data = Path(Path(hit["source"]).name).read_bytes()
+        assert data[hit["start_offset"] : hit["end_offset"]].decode() == hit["text"]
+        before = data[: hit["start_offset"]].count(b"\n") + 1
+        assert hit["line_start"] == before and hit["line_end"] >= hit["line_start"]
+
+
+@needs_corpus
+def test_default_output_shows_path_lines_and_score(gb_cli, online, corpus) -> None:
+    assert gb_cli("remember", corpus[0], "--quiet").exit_code == 0
+    result = gb_cli("search", "Grant of Patent License", "-k", "3")
+    assert result.exit_code == 0, result.stderr
+    first = result.stdout.splitlines()[0]
+    assert first.startswith("1. ") and "Apache-2.0:" in first and "score" in first
+    assert "Patent" in result.stdout
+
+
+def test_offline_documents_are_searched_by_bm25_with_a_notice(gb_cli, monkeypatch) -> None:
+    monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
+    Path("notes.txt").write_text("The heron waits by the river.\nThe otter swims.\n")
+    assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
+    result = gb_cli("search", "otter", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "BM25" in result.stderr
+    (hit,) = [json.loads(line) for line in result.stdout.splitlines()]
+    assert hit["source"].endswith("notes.txt") and "otter" in hit["text"]
+    assert hit["ranks"] == {"bm25": 1}
+    assert (hit["line_start"], hit["line_end"]) == (1, 2)
+
+
+def test_a_dataset_embedded_with_another_model_is_refused(gb_cli, online, monkeypatch) -> None:
+    Path("notes.txt").write_text("The heron waits by the river. " * 40)
+    assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
+    conn = open_db(str(Path.cwd() / "gb.db"))
+    assert find_dataset(conn, "default").embedding_dimensions == 64
+    monkeypatch.setenv("GB_EMBEDDINGS_DIMENSIONS", "32")
+    result = gb_cli("search", "heron")
+    assert result.exit_code == 5
+    assert "64 dimensions" in result.stderr and "--method bm25" in result.stderr
+    assert _hits(gb_cli, "heron", "--method", "bm25")
+
+
+def test_bad_method_and_missing_dataset(gb_cli, monkeypatch) -> None:
+    monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
+    assert gb_cli("search", "x", "--method", "fuzzy").exit_code == 2
+    result = gb_cli("search", "x", "--dataset", "nowhere")
+    assert result.exit_code != 0 and "nowhere" in result.stderr
