@@ -62,6 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("embeddings.dimensions", int, 1536, "vector dimensions", 1, 8192),
     Setting("embeddings.base_url", str, None, "endpoint for embeddings; else llm.base_url"),
     Setting("embeddings.api_key_env", str, None, "key variable for embeddings; else llm's"),
+    Setting("search.rrf_k", int, 60, "reciprocal rank fusion constant of gb search", 1, 10000),
+    Setting("search.depth", int, 50, "candidates each method gives the fusion", 1, 10000),
     Setting("models.default", str, "gpt-4o-mini", "model of every stage not named below"),
     *(Setting(f"models.{s}", str, None, f"model of the {s} stage") for s in STAGES),
     *(
@@ -70,7 +72,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
-_SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices"}
+_SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices", "search"}
 
 
 @dataclass(frozen=True, slots=True)

@@ -127,7 +127,16 @@ def search_command(
         raise NotFound(f"no dataset named {name!r} in this database (gb list shows what is there)")
     method = _choose_method(config, conn, found, method)
     vector = None if method == "bm25" else _embed_query(config, query)
-    hits = search(conn, found, query, method=method, k=k, query_vector=vector)
+    hits = search(
+        conn,
+        found,
+        query,
+        method=method,
+        k=k,
+        query_vector=vector,
+        depth=max(config["search.depth"], k),
+        rrf_k=config["search.rrf_k"],
+    )
     if as_json:
         for hit in hits:
             render.json_line(hit.as_json())
