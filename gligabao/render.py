@@ -203,6 +203,8 @@ def document_view(doc: dict[str, Any]) -> None:
         table = _table("chunks", "#", "id", "start", "end", "tokens", "overlap", "summary")
         for c in doc["chunks"]:
             summary = c["summary"]["text"] if c["summary"] else "—"
+            if c.get("situating_context"):
+                summary = f"[{first_words(c['situating_context'], 40)}] {summary}"
             _row(
                 table,
                 str(c["chunk_index"]),

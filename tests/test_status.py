@@ -1,5 +1,6 @@
 """`gb status` (SPEC Q3) and what the structure-aware modes store: the in-sync check a
-cron job can test, and the section context that goes into the keyword index."""
+cron job can test, the section context that goes into the keyword index, and
+Contextual Retrieval's context (X1)."""
 
 from __future__ import annotations
 
@@ -93,3 +94,35 @@ def test_markdown_chunks_store_their_section_and_index_it_with_the_text(gb_cli, 
         assert chunk["text"] in GUIDE
         assert chunk["indexed"].startswith(chunk["section"] + "\n")
         assert chunk["indexed"].endswith(chunk["text"]) and chunk["indexed"] != chunk["text"]
+
+
+def test_contextual_retrieval_stores_a_context_per_chunk_and_indexes_it(gb_cli, online):
+    Path("guide.txt").write_text(GUIDE.replace("## ", ""))
+    assert gb_cli("remember", "guide.txt", "--contextual", "--quiet").exit_code == 0
+    conn = open_db("gb.db")
+    rows = query(
+        conn,
+        """SELECT c.id, c.text, x.text AS situating, x.inference_id, f.text AS indexed,
+                  i.stage
+           FROM gb_artifacts c
+           JOIN gb_artifacts x ON x.parent_id = c.id AND x.kind = 'chunk_context'
+           JOIN gb_inferences i ON i.id = x.inference_id
+           JOIN gb_fts_artifacts f ON f.rowid = c.id
+           WHERE c.chunk_index IS NOT NULL""",
+    )
+    chunks = query(conn, "SELECT count(*) AS n FROM gb_artifacts WHERE chunk_index IS NOT NULL")
+    assert len(rows) == chunks[0]["n"] > 1  # one context per chunk, with its inference
+    for row in rows:
+        assert row["stage"] == "contextualize_chunk"
+        assert row["situating"] not in row["text"]  # never in the stored text
+        assert row["indexed"].startswith(row["situating"]) and row["indexed"].endswith(row["text"])
+    # The whole document goes first in the request, the chunk last (prompt caching).
+    (request, *_) = online.requests_for("contextualize_chunk")
+    messages = request.body["messages"]
+    assert "<document>" in messages[1]["content"] and "<chunk>" in messages[-1]["content"]
+    shown = json.loads(gb_cli("show", "1", "--json").stdout)
+    assert all(c["situating_context"] for c in shown["chunks"])
+    # Without --contextual nothing of the kind is asked for.
+    Path("other.txt").write_text(GUIDE.replace("## ", "").replace("valve", "tap"))
+    assert gb_cli("remember", "other.txt", "--quiet").exit_code == 0
+    assert len(online.requests_for("contextualize_chunk")) == len(rows)

@@ -54,6 +54,13 @@ def remember_command(
     null: bool = typer.Option(
         False, "-0", "--null", help="--files-from paths are NUL-separated (find -print0)."
     ),
+    contextual: bool = typer.Option(
+        None,
+        "--contextual/--no-contextual",
+        help="Write a short context situating each chunk in its document, embedded and "
+        "indexed with it (one more LLM call a chunk; config `contextual`).",
+        show_default=False,
+    ),
     force: bool = typer.Option(
         False, "--force", help="Remember inputs again even when already stored whole."
     ),
@@ -89,6 +96,7 @@ def remember_command(
         "database": db,
         "dataset": dataset,
         "concurrency": concurrency,
+        "contextual": contextual,
         "chunk_size": chunk_size,
         "chunk_overlap_percent": overlap,
         "mode": mode,

@@ -29,7 +29,13 @@ from gligabao.chunk import ChunkSettings, cut, get_tokenizer
 from gligabao.config import Config
 from gligabao.errors import GbError, InputError
 from gligabao.inputs import Source
-from gligabao.llm import LLM, LLMError, extract_graph_request, summarize_chunk_request
+from gligabao.llm import (
+    LLM,
+    LLMError,
+    contextualize_chunk_request,
+    extract_graph_request,
+    summarize_chunk_request,
+)
 from gligabao.pipeline.calls import Budget, Calls, Spend
 from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batches
 from gligabao.pipeline.write import EMBED, Piece, Writer, Written, insert_chunk
@@ -235,10 +241,27 @@ class _Run:
                 reasoning=asked.reasoning,
             )
 
-        async def fetch(piece: Piece) -> None:
-            await asyncio.gather(
-                extract(piece), *([summarize(piece)] if piece.chunk is not None else ())
+        async def contextualize(piece: Piece) -> None:
+            # The whole document first, the chunk last: a provider's prompt cache then
+            # serves the document to every chunk after the first (X1).
+            asked = await ask(piece, contextualize_chunk_request(self.source.text, piece.text))
+            piece.situating = asked.value["context"].strip()
+            piece.situating_inference = asked.inference_id
+            self.step(
+                "contextualize_chunk",
+                f"context by {asked.model}{_of(piece, n)}",
+                context=piece.situating,
             )
+
+        contextual = self.config["contextual"]
+
+        async def fetch(piece: Piece) -> None:
+            jobs = [extract(piece)]
+            if piece.chunk is not None:
+                jobs.append(summarize(piece))
+                if contextual:
+                    jobs.append(contextualize(piece))
+            await asyncio.gather(*jobs)
             if self.llm.embeddings_available:
                 # Its embeddings need nothing from other chunks: ask now, not after all.
                 self.embedding[piece.index] = asyncio.ensure_future(self._embed(piece))
@@ -319,7 +342,10 @@ class _Run:
             texts.append(edge.fact)
         if piece.chunk is not None:
             keys += ["chunk", "summary"]
-            texts += [artifacts.embedded_text(piece.text, piece.chunk.context), piece.summary or ""]
+            texts += [
+                artifacts.embedded_text(piece.text, piece.embedding_context),
+                piece.summary or "",
+            ]
         vectors = await self.calls.embed(texts)
         piece.vectors = dict(zip(keys, vectors, strict=True))
 
@@ -460,7 +486,7 @@ def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:
            LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
            LEFT JOIN gb_inferences i ON i.id = s.inference_id
            LEFT JOIN gb_models m ON m.id = i.model_id
-           WHERE c.parent_id = ? AND c.kind != 'chunk_summary'
+           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL
            ORDER BY c.chunk_index""",
         (document_id,),
     )

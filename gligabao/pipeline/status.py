@@ -53,7 +53,7 @@ def sync_status(
     stored = query(
         conn,
         """SELECT start_offset, end_offset, tokens, section, anchor, context FROM gb_artifacts
-           WHERE parent_id = ? AND kind != 'chunk_summary' ORDER BY chunk_index""",
+           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
         (doc_id,),
     )
     current = [

@@ -30,8 +30,17 @@ class Piece:
     extraction: Extraction | None = None
     summary: str | None = None
     summary_inference: int | None = None
+    situating: str | None = None  # Contextual Retrieval's context, when asked for (X1)
+    situating_inference: int | None = None
     plan: Plan | None = None
     vectors: dict[str, list[float]] = field(default_factory=dict)
+
+    @property
+    def embedding_context(self) -> str:
+        """What goes before the chunk's text when it is embedded and keyword-indexed: its
+        place in the structure (section, class, table header), then the LLM's context."""
+        parts = [self.chunk.context.strip() if self.chunk else "", self.situating or ""]
+        return "\n".join(p for p in parts if p)
 
 
 @dataclass
@@ -82,7 +91,7 @@ class Writer:
                 stored = query_one(
                     self.conn,
                     """SELECT id, pending FROM gb_artifacts
-                       WHERE parent_id = ? AND chunk_index = ? AND kind != 'chunk_summary'""",
+                       WHERE parent_id = ? AND chunk_index = ?""",
                     (doc["id"], piece.chunk.index),
                 )
                 if stored is not None and not stored["pending"]:
@@ -93,6 +102,22 @@ class Writer:
                     if stored
                     else insert_chunk(self.conn, self.document["id"], piece.chunk)
                 )
+                if piece.situating:
+                    artifacts.insert_derived(
+                        self.conn,
+                        chunk_id=artifact_id,
+                        kind=artifacts.CONTEXT_KIND,
+                        text=piece.situating,
+                        inference_id=piece.situating_inference,
+                        index_text=False,  # it is indexed with the chunk, below
+                    )
+                    artifacts.index_artifact_text(
+                        self.conn,
+                        artifact_id,
+                        artifacts.embedded_text(piece.text, piece.embedding_context),
+                        doc["kind"],
+                        self.dataset_id,
+                    )
                 summary_id = artifacts.insert_summary(
                     self.conn,
                     chunk_id=artifact_id,

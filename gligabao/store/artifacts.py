@@ -24,6 +24,8 @@ from gligabao.store.forget import ForgetReport, forget  # re-exported: one famil
 from gligabao.store.fts import fts_query
 
 __all__ = [
+    "CONTEXT_KIND",
+    "DERIVED_KINDS",
     "SUMMARY_KIND",
     "ForgetReport",
     "add_pending",
@@ -35,6 +37,7 @@ __all__ = [
     "get_document",
     "index_artifact_text",
     "insert_chunk",
+    "insert_derived",
     "insert_document",
     "insert_summary",
     "list_documents",
@@ -49,6 +52,8 @@ __all__ = [
 ]
 
 SUMMARY_KIND = "chunk_summary"
+CONTEXT_KIND = "chunk_context"  # Contextual Retrieval (X1): situates a chunk in its document
+DERIVED_KINDS = (SUMMARY_KIND, CONTEXT_KIND)  # written by the pipeline about a chunk, only
 
 # `query` is also a column (and a parameter) of artifacts, hence the helpers' names
 # _rows / _row here.
@@ -120,8 +125,8 @@ def insert_document(
     document is keyword-indexed itself unless `index_text` is False; a chunked one is
     found through its chunks. `content_sha256` defaults to the hash of the UTF-8 text.
     """
-    if kind == SUMMARY_KIND:
-        raise ValueError(f"kind {SUMMARY_KIND!r} is made only by the pipeline, for summaries")
+    if kind in DERIVED_KINDS:
+        raise ValueError(f"kind {kind!r} is made only by the pipeline, about a chunk")
     valid_at = valid_at or now_iso()
     if isinstance(settings, Mapping):
         settings = json.dumps(settings, sort_keys=True)
@@ -222,17 +227,41 @@ def insert_summary(
     index_text: bool = True,
 ) -> int:
     """Store a chunk's summary: kind 'chunk_summary', a child of the chunk."""
+    return insert_derived(
+        conn,
+        chunk_id=chunk_id,
+        kind=SUMMARY_KIND,
+        text=text,
+        inference_id=inference_id,
+        index_text=index_text,
+    )
+
+
+def insert_derived(
+    conn: apsw.Connection,
+    *,
+    chunk_id: int,
+    kind: str,
+    text: str,
+    inference_id: int | None = None,
+    index_text: bool = True,
+) -> int:
+    """Store what an LLM wrote about a chunk (its summary, its situating context): a
+    child of the chunk, of a derived kind, with the chunk's session, valid_at and
+    created_at, and the inference that wrote it."""
+    if kind not in DERIVED_KINDS:
+        raise ValueError(f"{kind!r} is not a derived kind ({', '.join(DERIVED_KINDS)})")
     with transaction(conn):
         chunk = _require(conn, chunk_id)
-        if chunk["parent_id"] is None or chunk["kind"] == SUMMARY_KIND:
-            raise ValueError(f"artifact {chunk_id} is not a chunk; only chunks have summaries")
+        if chunk["chunk_index"] is None:
+            raise ValueError(f"artifact {chunk_id} is not a chunk; only chunks have a {kind}")
         conn.execute(
             """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at,
                    parent_id, text, inference_id)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 chunk["dataset_id"],
-                SUMMARY_KIND,
+                kind,
                 chunk["session_id"],
                 chunk["valid_at"],
                 chunk["created_at"],
@@ -241,10 +270,10 @@ def insert_summary(
                 inference_id,
             ),
         )
-        summary_id = conn.last_insert_rowid()
+        derived_id = conn.last_insert_rowid()
         if index_text:
-            index_artifact_text(conn, summary_id, text, SUMMARY_KIND, chunk["dataset_id"])
-    return summary_id
+            index_artifact_text(conn, derived_id, text, kind, chunk["dataset_id"])
+    return derived_id
 
 
 def find_document(
@@ -294,7 +323,8 @@ _SUMMARY_SQL = """SELECT a.*, m.name AS model, i.reasoning AS reasoning
 def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
     """An artifact with what hangs off it, as `gb show` needs it.
 
-    Keys of the artifact row, plus `chunks` (each with its `summary`, or None),
+    Keys of the artifact row, plus `chunks` (each with its `summary`, or None, and its
+    `situating_context` from Contextual Retrieval, or None),
     `summary` (the artifact's own summary when it is a chunk), and the `entities` and
     `edges` linked to it or to its chunks (edges with source_name and target_name).
     Summaries carry `model` and `reasoning` from their inference.
@@ -302,14 +332,24 @@ def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
     doc = _require(conn, artifact_id)
     chunks = _rows(
         conn,
-        """SELECT * FROM gb_artifacts WHERE parent_id = ? AND kind <> 'chunk_summary'
+        """SELECT * FROM gb_artifacts WHERE parent_id = ? AND chunk_index IS NOT NULL
            ORDER BY chunk_index, id""",
         (artifact_id,),
     )
     ids = [artifact_id, *(c["id"] for c in chunks)]
     summaries = {s["parent_id"]: s for s in _rows(conn, _SUMMARY_SQL, (json.dumps(ids),))}
+    contexts = {
+        r["parent_id"]: r["text"]
+        for r in _rows(
+            conn,
+            """SELECT parent_id, text FROM gb_artifacts
+               WHERE kind = ? AND parent_id IN (SELECT value FROM json_each(?))""",
+            (CONTEXT_KIND, json.dumps(ids)),
+        )
+    }
     for chunk in chunks:
         chunk["summary"] = summaries.get(chunk["id"])
+        chunk["situating_context"] = contexts.get(chunk["id"])
     doc["chunks"] = chunks
     doc["summary"] = summaries.get(artifact_id)
     doc["entities"] = graph.entities_for_artifacts(conn, ids)

@@ -30,7 +30,7 @@ _SQL = """
 SELECT
   (SELECT count(*) FROM gb_artifacts WHERE parent_id IS NULL {a}) AS documents,
   (SELECT count(*) FROM gb_artifacts
-    WHERE parent_id IS NOT NULL AND kind <> 'chunk_summary' {a}) AS chunks,
+    WHERE chunk_index IS NOT NULL {a}) AS chunks,
   (SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary' {a}) AS summaries,
   (SELECT count(*) FROM gb_entities WHERE 1 {a}) AS entities,
   (SELECT count(*) FROM gb_edges

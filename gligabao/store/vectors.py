@@ -313,8 +313,7 @@ _SHOULD = {
                     WHERE l.edge_id = e.id AND l.artifact_id IN pend) AS pend
                 FROM gb_edges e WHERE e.dataset_id = :d""",
     "chunks": """SELECT a.id, a.id IN pend AS pend FROM gb_artifacts a
-                 WHERE a.dataset_id = :d AND a.parent_id IS NOT NULL
-                   AND a.kind <> 'chunk_summary'""",
+                 WHERE a.dataset_id = :d AND a.chunk_index IS NOT NULL""",
     "summaries": """SELECT a.id, a.id IN pend AS pend FROM gb_artifacts a
                     WHERE a.dataset_id = :d AND a.kind = 'chunk_summary'""",
 }
