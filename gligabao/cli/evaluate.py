@@ -1,0 +1,154 @@
+"""`gb eval QUERIES.jsonl`: failure@1/5/20 of bm25, vector and hybrid search, per dataset."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Optional
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from gligabao import render
+from gligabao.cli import options
+from gligabao.cli.app import command, configure, open_store
+from gligabao.cli.search import _has_vectors
+from gligabao.config import Config
+from gligabao.evaluate import EVAL_METHODS, KS, EvalResult, evaluate_dataset, read_queries
+from gligabao.store import datasets
+from gligabao.store.errors import NotFound
+
+_BATCH = 64  # queries per embeddings request
+
+Datasets = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Option(
+        "--dataset", help="A dataset to measure; repeat to compare (default: the configured one)."
+    ),
+]
+
+
+def _embed_all(config: Config, texts: list[str]) -> dict[str, list[float]]:
+    """Each distinct text embedded once with the configured model."""
+    from gligabao.llm import LLM
+
+    distinct = list(dict.fromkeys(texts))
+
+    async def run() -> dict[str, list[float]]:
+        llm = LLM(config)
+        try:
+            out: dict[str, list[float]] = {}
+            for i in range(0, len(distinct), _BATCH):
+                batch = distinct[i : i + _BATCH]
+                out.update(zip(batch, (await llm.embed(batch)).vectors, strict=True))
+            return out
+        finally:
+            await llm.aclose()
+
+    return asyncio.run(run())
+
+
+def _vector_skip(config: Config, conn, dataset: datasets.Dataset, online: bool) -> str | None:
+    """Why vector and hybrid cannot run on the dataset, or None."""
+    if not _has_vectors(conn, dataset):
+        return "dataset has no vectors"
+    if not online:
+        return "no embeddings endpoint configured"
+    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
+    if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):
+        return (
+            f"embedded with {dataset.embedding_model} ({dataset.embedding_dimensions}), "
+            f"not the configured {model} ({dims})"
+        )
+    return None
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def _table(results: list[EvalResult], queries: int) -> None:
+    table = Table(
+        title=f"retrieval failures on {queries} gold spans (lower is better)",
+        title_justify="left",
+        title_style="bold",
+    )
+    for column in ("dataset", "method"):
+        table.add_column(column, justify="left", no_wrap=True)
+    for column in ("queries", *(f"fail@{k}" for k in KS), "mean tokens"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for r in results:
+        if r.skipped:
+            cells = [r.dataset, r.method, str(r.queries), *("—" for _ in KS), "—"]
+        else:
+            tokens = "—" if r.mean_tokens is None else f"{r.mean_tokens:.0f}"
+            cells = [r.dataset, r.method, str(r.queries), *(_percent(r.fail_rate(k)) for k in KS)]
+            cells.append(tokens)
+        table.add_row(*(Text(c) for c in cells))
+    render.stdout.print(table)
+
+
+@command("eval")
+def eval_command(
+    queries_path: str = typer.Argument(
+        metavar="QUERIES.jsonl",
+        help='One {"query", "source", "start", "end"} a line: a gold span of bytes in a file.',
+    ),
+    dataset: Datasets = None,
+    db: options.Db = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """Measure search on your own queries: failure@1, @5 and @20 of bm25, vector and
+    hybrid search for each dataset, side by side, with the mean tokens per retrieved chunk.
+
+    A query fails at k when none of its top k hits covers at least half of its gold span.
+    Vector and hybrid are skipped, with a note, where the dataset has no vectors or no
+    embeddings endpoint is configured.
+
+    Example: gb eval queries.jsonl --dataset text --dataset markdown
+    """
+    config = configure(config_path, {"database": db})
+    queries = read_queries(queries_path)
+    names = list(dict.fromkeys(dataset or [config["dataset"]]))
+    conn = open_store(config)
+    found: list[datasets.Dataset] = []
+    for name in names:
+        ds = datasets.find_dataset(conn, name)
+        if ds is None:
+            raise NotFound(
+                f"no dataset named {name!r} in this database (gb list shows what is there)"
+            )
+        found.append(ds)
+
+    from gligabao.llm import LLM
+
+    online = LLM(config).embeddings_available
+    skips = {ds.name: _vector_skip(config, conn, ds, online) for ds in found}
+    vectors = None
+    if any(reason is None for reason in skips.values()):
+        vectors = _embed_all(config, [q.query for q in queries])  # once, for every dataset
+
+    depth, rrf_k = int(config["search.depth"]), int(config["search.rrf_k"])
+    results: list[EvalResult] = []
+    for ds in found:
+        reason = skips[ds.name]
+        if reason:
+            render.notice(f"dataset '{ds.name}': {reason}; vector and hybrid skipped")
+        results.extend(
+            evaluate_dataset(
+                conn,
+                ds,
+                queries,
+                methods=EVAL_METHODS,
+                query_vectors=vectors if reason is None else None,
+                skip={"vector": reason, "hybrid": reason} if reason else None,
+                depth=depth,
+                rrf_k=rrf_k,
+            )
+        )
+    if as_json:
+        for r in results:
+            render.json_line(r.as_json())
+        return
+    _table(results, len(queries))

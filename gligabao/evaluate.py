@@ -1,0 +1,245 @@
+"""Measure retrieval on gold spans (`gb eval`): failure@k per dataset and search method.
+
+A query file holds one JSON object a line: {"query", "source", "start", "end"}, a gold
+span of UTF-8 bytes [start, end) in a remembered file. A query fails at k when none of
+its top-k hits, from that same document, covers at least half of the span. The mean
+tokens per retrieved chunk is taken over every query's top hits (at most max(ks)).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from gligabao.errors import InputError
+from gligabao.search import Hit, search
+from gligabao.store.artifacts import find_by_source
+from gligabao.store.datasets import Dataset
+from gligabao.store.db import query as _rows
+from gligabao.store.errors import NotFound
+
+__all__ = [
+    "EVAL_METHODS",
+    "KS",
+    "EvalResult",
+    "GoldQuery",
+    "covers",
+    "evaluate_dataset",
+    "failed_at",
+    "parse_queries",
+    "read_queries",
+]
+
+EVAL_METHODS = ("bm25", "vector", "hybrid")
+KS = (1, 5, 20)
+
+
+@dataclass(frozen=True)
+class GoldQuery:
+    """One line of a query file: the query and the span of bytes that answers it."""
+
+    line: int
+    query: str
+    source: str  # absolute path, as remembered documents store it
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """failure@k of one search method on one dataset."""
+
+    dataset: str
+    method: str
+    queries: int
+    failures: dict[int, int]  # k -> queries that failed at k
+    mean_tokens: float | None  # per retrieved chunk, over the top max(ks) hits
+    retrieved: int = 0  # hits the mean is over
+    skipped: str | None = None  # why the method was not run
+    failed_queries: dict[int, list[int]] = field(default_factory=dict)  # k -> line numbers
+
+    def fail_rate(self, k: int) -> float | None:
+        if self.skipped or not self.queries:
+            return None
+        return self.failures[k] / self.queries
+
+    def as_json(self) -> dict[str, Any]:
+        ks = sorted(self.failures) or list(KS)
+        return {
+            "dataset": self.dataset,
+            "method": self.method,
+            "queries": self.queries,
+            **{f"failure@{k}": self.fail_rate(k) for k in ks},
+            **{f"failed@{k}": self.failures.get(k) for k in ks},
+            "mean_tokens": self.mean_tokens,
+            "retrieved": self.retrieved,
+            "skipped": self.skipped,
+        }
+
+
+def parse_queries(
+    lines: Iterable[str],
+    base: str | os.PathLike[str] | None = None,
+    name: str = "queries",
+) -> list[GoldQuery]:
+    """Gold queries from JSON lines; blank lines are skipped. A relative `source` is taken
+    from `base` (default: the current folder). Raises InputError naming the bad line."""
+    out: list[GoldQuery] = []
+    root = Path(base) if base is not None else Path.cwd()
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(name, f"line {number}: not JSON ({exc.msg})") from None
+        if not isinstance(item, dict):
+            raise InputError(
+                name, f"line {number}: expected an object with query, source, start, end"
+            )
+        missing = [key for key in ("query", "source", "start", "end") if key not in item]
+        if missing:
+            raise InputError(name, f"line {number}: missing {', '.join(missing)}")
+        query, source, start, end = item["query"], item["source"], item["start"], item["end"]
+        if not isinstance(query, str) or not query.strip():
+            raise InputError(name, f"line {number}: query must be a non-empty string")
+        if not isinstance(source, str) or not source:
+            raise InputError(name, f"line {number}: source must be a file path")
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in (start, end)):
+            raise InputError(name, f"line {number}: start and end must be integers (byte offsets)")
+        if not 0 <= start < end:
+            raise InputError(name, f"line {number}: need 0 <= start < end, got {start}..{end}")
+        path = os.path.abspath(os.path.join(root, os.path.expanduser(source)))
+        out.append(GoldQuery(number, query, path, start, end))
+    return out
+
+
+def read_queries(path: str | os.PathLike[str]) -> list[GoldQuery]:
+    """The gold queries of a JSON-lines file; relative sources from the current folder."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read it: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise InputError(str(path), "not UTF-8 text") from None
+    queries = parse_queries(text.splitlines(), name=str(path))
+    if not queries:
+        raise InputError(str(path), "holds no queries")
+    return queries
+
+
+def covers(hit_start: int | None, hit_end: int | None, start: int, end: int) -> bool:
+    """Whether [hit_start, hit_end) covers at least half of [start, end)."""
+    if hit_start is None or hit_end is None:
+        return False
+    overlap = min(hit_end, end) - max(hit_start, start)
+    return overlap > 0 and 2 * overlap >= end - start
+
+
+def failed_at(hits: Sequence[Hit], document_id: int, gold: GoldQuery, k: int) -> bool:
+    """True when none of the first k hits, from the gold document, covers half the span."""
+    return not any(
+        hit.document_id == document_id
+        and covers(hit.start_offset, hit.end_offset, gold.start, gold.end)
+        for hit in hits[:k]
+    )
+
+
+def gold_documents(
+    conn: apsw.Connection, dataset: Dataset, queries: Sequence[GoldQuery]
+) -> dict[str, int]:
+    """source -> the latest non-superseded document of the dataset remembered from it;
+    NotFound names the first source the dataset does not hold."""
+    docs: dict[str, int] = {}
+    for gold in queries:
+        if gold.source in docs:
+            continue
+        row = find_by_source(conn, dataset.id, gold.source)
+        if row is None:
+            raise NotFound(
+                f"line {gold.line}: {gold.source} is not remembered in dataset "
+                f"'{dataset.name}' (gb remember it with --dataset {dataset.name})"
+            )
+        docs[gold.source] = row["id"]
+    return docs
+
+
+def _tokens(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, int | None]:
+    rows = _rows(
+        conn,
+        "SELECT id, tokens FROM gb_artifacts WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    )
+    return {r["id"]: r["tokens"] for r in rows}
+
+
+def evaluate_dataset(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    queries: Sequence[GoldQuery],
+    *,
+    methods: Sequence[str] = EVAL_METHODS,
+    query_vectors: Mapping[str, Sequence[float] | bytes] | None = None,
+    skip: Mapping[str, str] | None = None,
+    ks: Sequence[int] = KS,
+    depth: int = 50,
+    rrf_k: int = 60,
+    search_fn: Callable[..., list[Hit]] = search,
+) -> list[EvalResult]:
+    """failure@k of each method on the dataset, in `methods` order.
+
+    vector and hybrid need `query_vectors` (query text -> its embedding with the
+    dataset's model); a method named in `skip` (method -> reason) is reported skipped.
+    """
+    docs = gold_documents(conn, dataset, queries)
+    top = max(ks)
+    results: list[EvalResult] = []
+    for method in methods:
+        reason = (skip or {}).get(method)
+        if reason is None and method != "bm25" and query_vectors is None:
+            reason = "no query vectors"
+        if reason is not None:
+            results.append(EvalResult(dataset.name, method, len(queries), {}, None, 0, reason))
+            continue
+        failures = {k: 0 for k in ks}
+        failed_lines: dict[int, list[int]] = {k: [] for k in ks}
+        retrieved: list[int] = []
+        for gold in queries:
+            vector = None if method == "bm25" else query_vectors[gold.query]  # type: ignore[index]
+            hits = search_fn(
+                conn,
+                dataset,
+                gold.query,
+                method=method,
+                k=top,
+                query_vector=vector,
+                depth=depth,
+                rrf_k=rrf_k,
+            )
+            retrieved.extend(hit.artifact_id for hit in hits)
+            for k in ks:
+                if failed_at(hits, docs[gold.source], gold, k):
+                    failures[k] += 1
+                    failed_lines[k].append(gold.line)
+        tokens = _tokens(conn, retrieved)
+        counted = [tokens[a] for a in retrieved if tokens.get(a) is not None]
+        mean = sum(counted) / len(counted) if counted else None  # type: ignore[arg-type]
+        results.append(
+            EvalResult(
+                dataset.name,
+                method,
+                len(queries),
+                failures,
+                mean,
+                len(retrieved),
+                None,
+                failed_lines,
+            )
+        )
+    return results
