@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import tomlkit
-from tomlkit.exceptions import TOMLKitError
-
 from gligabao.chunk import MODES, ChunkSettings, get_tokenizer
 from gligabao.errors import ConfigError
 
@@ -187,6 +184,10 @@ def load_config(
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, Price], list[str]]:
+    # Imported here: most runs have no configuration file, and tomlkit takes ~25 ms.
+    import tomlkit
+    from tomlkit.exceptions import TOMLKitError
+
     try:
         document = tomlkit.parse(path.read_text(encoding="utf-8")).unwrap()
     except (TOMLKitError, UnicodeDecodeError) as exc:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -37,7 +38,13 @@ def first_words(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
-def chunk_preview_json(source: str, cut: Cut) -> dict[str, Any]:
+def chunk_preview_json(
+    source: str, cut: Cut, situating: Mapping[int, str] | None = None
+) -> dict[str, Any]:
+    """`context` is the cut's own (section path, class line, table header); a chunk whose
+    stored Contextual Retrieval context is in `situating` (by index) also gets
+    `situating_context`, the key `gb show --json` gives it."""
+    situating = situating or {}
     return {
         "source": source,
         "tokens": cut.tokens,
@@ -54,6 +61,11 @@ def chunk_preview_json(source: str, cut: Cut) -> dict[str, Any]:
                 "anchor": c.anchor,
                 "context": c.context,
                 "text": c.text,
+                **(
+                    {"situating_context": situating[c.index]}
+                    if situating.get(c.index) is not None
+                    else {}
+                ),
             }
             for c in cut.chunks
         ],

@@ -12,7 +12,8 @@ of the same source are left out.
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,12 +92,16 @@ def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
     return first_line, first_line + data.count(b"\n", start, last)
 
 
-def _artifacts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def _kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+    """id, parent_id, kind and whether its document is superseded, for each artifact:
+    no text, which for a document's row is the whole document."""
     rows = _rows(
         conn,
-        """SELECT id, parent_id, kind, text, source, start_offset, end_offset, section,
-                  superseded_by
-           FROM gb_artifacts WHERE id IN (SELECT value FROM json_each(?))""",
+        """SELECT a.id, a.parent_id, a.kind,
+                  CASE WHEN a.parent_id IS NULL THEN a.superseded_by
+                       ELSE d.superseded_by END AS superseded_by
+           FROM gb_artifacts a LEFT JOIN gb_artifacts d ON d.id = a.parent_id
+           WHERE a.id IN (SELECT value FROM json_each(?))""",
         (json.dumps(list(ids)),),
     )
     return {r["id"]: r for r in rows}
@@ -104,20 +109,33 @@ def _artifacts(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str,
 
 def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
     """Artifact ids mapped to their entry (a summary to its chunk), order kept, unknown
-    and superseded ones dropped."""
-    rows = _artifacts(conn, ids)
-    parents = _artifacts(conn, [r["parent_id"] for r in rows.values() if r["parent_id"]])
+    ones dropped."""
+    rows = _kinds(conn, ids)
+    summarized = [r["parent_id"] for r in rows.values() if r["kind"] == SUMMARY_KIND]
+    chunks = _kinds(conn, summarized) if summarized else {}
     out = []
     for aid in ids:
         row = rows.get(aid)
         if row is None:
             continue
         if row["kind"] == SUMMARY_KIND:
-            aid, row = row["parent_id"], parents.get(row["parent_id"])
-            if row is None:
+            aid = row["parent_id"]
+            if aid not in chunks:
                 continue
         out.append(aid)
     return list(dict.fromkeys(out))
+
+
+# What a hit shows. `head` is the document up to the chunk's end, as UTF-8 bytes: enough
+# to count the lines before and in the chunk without reading the rest of the document.
+_DETAILS = """
+SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section,
+       d.id AS document_id, d.source,
+       CASE WHEN a.parent_id IS NULL THEN NULL
+            ELSE substr(CAST(d.text AS BLOB), 1, a.end_offset) END AS head
+FROM gb_artifacts a JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
+WHERE a.id IN (SELECT value FROM json_each(?))
+"""
 
 
 def _bm25(conn: apsw.Connection, dataset_id: int, text: str, depth: int) -> list[int]:
@@ -125,9 +143,7 @@ def _bm25(conn: apsw.Connection, dataset_id: int, text: str, depth: int) -> list
     return _entries(conn, [r["artifact_id"] for r in rows])
 
 
-def _vector(
-    conn: apsw.Connection, dataset_id: int, vector: Sequence[float] | bytes, depth: int
-) -> list[int]:
+def _vector(conn: apsw.Connection, dataset_id: int, vector: Vector, depth: int) -> list[int]:
     found = [
         *vectors.knn(conn, dataset_id, "chunks", vector, depth),
         *vectors.knn(conn, dataset_id, "summaries", vector, depth),
@@ -137,6 +153,45 @@ def _vector(
     return _entries(conn, ids)[:depth]
 
 
+Vector = Sequence[float] | bytes
+
+
+class _VectorSide(threading.Thread):
+    """The vector half of a hybrid search, on a second connection to the same file:
+    apsw lets go of the GIL inside SQLite, so the KNN scan runs on one core while the
+    keyword search runs on another, and the query's embedding request waits on neither."""
+
+    def __init__(
+        self,
+        conn: apsw.Connection,
+        dataset_id: int,
+        vector: Vector | Callable[[], Vector],
+        depth: int,
+    ) -> None:
+        super().__init__(name="gb-search-vector", daemon=True)
+        self.conn = conn
+        self.args = (dataset_id, vector, depth)
+        self.found: list[int] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        dataset_id, vector, depth = self.args
+        try:
+            if callable(vector):
+                vector = vector()
+            sibling = getattr(self.conn, "sibling", None)
+            conn = sibling() if sibling is not None else self.conn
+            self.found = _vector(conn, dataset_id, vector, depth)
+        except BaseException as exc:  # handed to the caller's thread by result()
+            self.error = exc
+
+    def result(self) -> list[int]:
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.found
+
+
 def search(
     conn: apsw.Connection,
     dataset: Dataset,
@@ -144,15 +199,17 @@ def search(
     *,
     method: str = "hybrid",
     k: int = 10,
-    query_vector: Sequence[float] | bytes | None = None,
+    query_vector: Vector | Callable[[], Vector] | None = None,
     depth: int = 50,
     rrf_k: int = 60,
 ) -> list[Hit]:
     """The k best hits for `query` in `dataset`, best first.
 
     `method` is hybrid (BM25 and vector fused), bm25 or vector; hybrid and vector need
-    `query_vector`, the query embedded with the dataset's own model. `depth` is how many
-    candidates each method contributes; `rrf_k` the fusion constant.
+    `query_vector`, the query embedded with the dataset's own model, or a function that
+    returns it (called in a worker thread, so the embedding request overlaps the keyword
+    search). `depth` is how many candidates each method contributes; `rrf_k` the fusion
+    constant.
     """
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; one of {', '.join(METHODS)}")
@@ -162,46 +219,57 @@ def search(
         return []
     depth = max(depth, k)
     rankings: dict[str, list[int]] = {}
-    if method in ("hybrid", "bm25"):
-        rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
-    if method in ("hybrid", "vector"):
+    if method == "vector":
         assert query_vector is not None
-        rankings["vector"] = _vector(conn, dataset.id, query_vector, depth)
+        vector = query_vector() if callable(query_vector) else query_vector
+        rankings["vector"] = _vector(conn, dataset.id, vector, depth)
+    elif method == "bm25":
+        rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
+    else:
+        assert query_vector is not None
+        side = _VectorSide(conn, dataset.id, query_vector, depth)
+        side.start()
+        try:
+            rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
+        finally:
+            rankings["vector"] = side.result()
     fused = fuse(rankings, rrf_k)
-    hits: list[Hit] = []
-    rows = _artifacts(conn, [key for key, _, _ in fused])  # type: ignore[misc]
-    docs = _artifacts(conn, [r["parent_id"] for r in rows.values() if r["parent_id"]])
+    kinds = _kinds(conn, [key for key, _, _ in fused])  # type: ignore[misc]
+    chosen = [
+        (key, score, ranks)
+        for key, score, ranks in fused
+        if key in kinds and kinds[key]["superseded_by"] is None  # type: ignore[index]
+    ][:k]
+    ids = json.dumps([key for key, _, _ in chosen])
+    rows = {r["id"]: r for r in _rows(conn, _DETAILS, (ids,))}
     summaries = {
         r["parent_id"]: r["text"]
         for r in _rows(
             conn,
             f"""SELECT parent_id, text FROM gb_artifacts WHERE kind = '{SUMMARY_KIND}'
                 AND parent_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
-            (json.dumps(list(rows)),),
+            (ids,),
         )
     }
-    data_of: dict[int, bytes] = {}
-    for key, score, ranks in fused:
+    hits: list[Hit] = []
+    for key, score, ranks in chosen:
         row = rows.get(key)  # type: ignore[call-overload]
         if row is None:
             continue
-        doc = row if row["parent_id"] is None else docs.get(row["parent_id"])
-        if doc is None or doc["superseded_by"] is not None:
-            continue
-        data = data_of.get(doc["id"])
-        if data is None:
-            data = data_of[doc["id"]] = doc["text"].encode("utf-8")
         start, end = row["start_offset"], row["end_offset"]
-        if row["parent_id"] is None:
+        if row["parent_id"] is None:  # an unchunked document: all of it
+            data = row["text"].encode("utf-8")
             start, end = 0, len(data)
+        else:
+            data = row["head"] or b""
         lines = line_range(data, start, end) if start is not None and end is not None else None
         hits.append(
             Hit(
                 score=score,
                 ranks=ranks,
                 artifact_id=row["id"],
-                document_id=doc["id"],
-                source=doc["source"],
+                document_id=row["document_id"],
+                source=row["source"],
                 start_offset=start,
                 end_offset=end,
                 line_start=lines[0] if lines else None,
@@ -212,6 +280,4 @@ def search(
                 kind="document" if row["parent_id"] is None else "chunk",
             )
         )
-        if len(hits) == k:
-            break
     return hits

@@ -222,3 +222,34 @@ def test_bad_method_and_missing_dataset(gb_cli, monkeypatch) -> None:
     assert gb_cli("search", "x", "--method", "fuzzy").exit_code == 2
     result = gb_cli("search", "x", "--dataset", "nowhere")
     assert result.exit_code != 0 and "nowhere" in result.stderr
+
+
+@needs_corpus
+def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(gb_cli, online, corpus) -> None:
+    """The hybrid search runs its two halves at once on two connections; its ranking must
+    still be the fusion of the two lists each method gives alone."""
+    assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
+    query = "distribute copies of the Program under these terms"
+    depth = ("-k", "50")  # -k 50 = the default depth: each list as hybrid sees it
+    bm25 = [h["artifact_id"] for h in _hits(gb_cli, query, "--method", "bm25", *depth)]
+    vector = [h["artifact_id"] for h in _hits(gb_cli, query, "--method", "vector", *depth)]
+    hybrid = _hits(gb_cli, query, "-k", "20")
+    expected = fuse({"bm25": bm25, "vector": vector})[:20]
+    assert [h["artifact_id"] for h in hybrid] == [key for key, _, _ in expected]
+    assert [h["ranks"] for h in hybrid] == [ranks for _, _, ranks in expected]
+    assert [h["score"] for h in hybrid] == pytest.approx([s for _, s, _ in expected])
+
+
+def test_a_failing_query_embedding_exits_1_and_names_it(gb_cli, online, monkeypatch) -> None:
+    from tests.llm_server import Fault
+
+    Path("notes.txt").write_text("The heron waits by the river. " * 40)
+    assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
+    monkeypatch.setenv("GB_LLM_MAX_RETRIES", "0")
+    online.add_fault(Fault(kind="500", stage="embed", times=-1))
+    result = gb_cli("search", "heron")
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()  # one line, no traceback
+    assert "embed (text-embedding-3-small): HTTP 500" in line
+    assert "sk-search-test" not in result.stderr + result.stdout
+    assert _hits(gb_cli, "heron", "--method", "bm25")  # BM25 still answers

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 
 import typer
 
 from gligabao import render
-from gligabao.chunk import cut
+from gligabao.chunk import Cut, cut
 from gligabao.cli import options
 from gligabao.cli.app import command, configure
-from gligabao.errors import ExitCode, InputError
-from gligabao.inputs import STDIN, read_source
+from gligabao.config import Config
+from gligabao.errors import DatabaseError, ExitCode, InputError
+from gligabao.inputs import STDIN, Source, read_source
 
 
 @command("chunk-preview")
@@ -22,10 +24,15 @@ def chunk_preview(
     overlap: options.Overlap = None,
     mode: options.Mode = None,
     tokenizer: options.TokenizerSpec = None,
+    db: options.Db = None,
+    dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
     """Show how each input would be cut into chunks, without storing anything.
+
+    With --json, a chunk of a file remembered with --contextual, whose stored chunks are
+    the ones shown (same content, same settings), also has its `situating_context`.
 
     Example: gb chunk-preview notes.md --chunk-size 512 --overlap 10
     """
@@ -36,6 +43,8 @@ def chunk_preview(
             "chunk_overlap_percent": overlap,
             "mode": mode,
             "tokenizer": tokenizer,
+            "database": db,
+            "dataset": dataset,
         },
     )
     settings = config.chunk_settings()
@@ -44,6 +53,8 @@ def chunk_preview(
         render.error("no input: name a PATH, or pipe text into `gb chunk-preview -`")
         raise typer.Exit(int(ExitCode.USAGE))
     names = paths or [STDIN]
+    # Only --json shows stored contexts, and only a database that is already there.
+    database = config["database"] if as_json and os.path.isfile(config["database"]) else None
     failed = 0
     for name in names:
         try:
@@ -54,12 +65,35 @@ def chunk_preview(
             continue
         result = cut(source.text, settings, None if name == STDIN else name)
         if as_json:
-            render.json_line(render.chunk_preview_json(name, result))
+            situating: dict[int, str] = {}
+            if database is not None and name != STDIN and result.chunked:
+                situating, database = _stored_contexts(config, database, source, result)
+            render.json_line(render.chunk_preview_json(name, result, situating))
         else:
             render.chunk_preview_table(name, result, settings)
     if failed:
         code = ExitCode.BAD_INPUT if failed == len(names) else ExitCode.PARTIAL
         raise typer.Exit(int(code))
+
+
+def _stored_contexts(
+    config: Config, database: str, source: Source, result: Cut
+) -> tuple[dict[int, str], str | None]:
+    """The stored contexts of `result`'s chunks, and the database to ask next time: None
+    once it could not be read, so a locked or foreign file costs one notice, not one an
+    input (the preview itself never depends on the database)."""
+    from gligabao.pipeline.status import stored_contexts  # here: the store is not cheap
+
+    # A short wait: a preview is not worth blocking on another process's lock.
+    wait_ms = int(min(config["busy_timeout"], 1.0) * 1000)
+    try:
+        found = stored_contexts(
+            database, source, config["dataset"], result, busy_timeout_ms=wait_ms
+        )
+    except DatabaseError as exc:
+        render.notice(f"stored contexts not shown: {exc}")
+        return {}, None
+    return found, database
 
 
 @command("config")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Optional
 
 import typer
@@ -30,6 +29,8 @@ Datasets = Annotated[
 
 def _embed_all(config: Config, texts: list[str]) -> dict[str, list[float]]:
     """Each distinct text embedded once with the configured model."""
+    import asyncio
+
     from gligabao.llm import LLM
 
     distinct = list(dict.fromkeys(texts))

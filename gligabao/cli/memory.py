@@ -14,10 +14,6 @@ from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.discover import discover
 from gligabao.errors import ConfigError, ExitCode
 from gligabao.inputs import STDIN
-from gligabao.llm import LLM
-from gligabao.pipeline import Options
-from gligabao.pipeline.batch import Result, Tally, remember_all
-from gligabao.pipeline.calls import Budget
 
 
 @command("remember")
@@ -104,6 +100,13 @@ def remember_command(
     }
     flags.update(_stage_flags("models", model, None))
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))
+    # Here, not at the top: the LLM client imports the openai SDK (~0.45 s), which
+    # commands other than remember should not pay for.
+    from gligabao.llm import LLM
+    from gligabao.pipeline import Options
+    from gligabao.pipeline.batch import Result, Tally, remember_all
+    from gligabao.pipeline.calls import Budget
+
     config = configure(config_path, flags)
     valid = _iso("--valid-at", valid_at)
     run_options = Options(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import re
 
 import typer
@@ -15,6 +14,7 @@ from gligabao.cli.app import command, configure, open_store
 from gligabao.config import Config
 from gligabao.discover import UsageError
 from gligabao.errors import ConfigError
+from gligabao.llm.endpoint import Endpoints
 from gligabao.search import METHODS, Hit, search
 from gligabao.store import datasets, vectors
 from gligabao.store.db import scalar
@@ -33,19 +33,6 @@ def _has_vectors(conn, dataset: datasets.Dataset) -> bool:
     return False
 
 
-def _embed_query(config: Config, text: str) -> list[float]:
-    from gligabao.llm import LLM
-
-    async def run() -> list[float]:
-        llm = LLM(config)
-        try:
-            return (await llm.embed([text])).vectors[0]
-        finally:
-            await llm.aclose()
-
-    return asyncio.run(run())
-
-
 def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str) -> str:
     """The method to run: bm25 (with a notice) when vectors cannot be searched."""
     if method == "bm25":
@@ -61,9 +48,7 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
             f"({dims}); set embeddings.model and embeddings.dimensions to the dataset's, "
             "or search with --method bm25"
         )
-    from gligabao.llm import LLM
-
-    if not LLM(config).embeddings_available:
+    if not Endpoints.from_config(config).embeddings_available:
         render.notice(
             "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY); "
             "searching by BM25 only"
@@ -126,14 +111,15 @@ def search_command(
         name = config["dataset"]
         raise NotFound(f"no dataset named {name!r} in this database (gb list shows what is there)")
     method = _choose_method(config, conn, found, method)
-    vector = None if method == "bm25" else _embed_query(config, query)
+    from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
+
     hits = search(
         conn,
         found,
         query,
         method=method,
         k=k,
-        query_vector=vector,
+        query_vector=None if method == "bm25" else lambda: embed_query(config, query),
         depth=max(config["search.depth"], k),
         rrf_k=config["search.rrf_k"],
     )

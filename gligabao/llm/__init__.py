@@ -1,18 +1,19 @@
-"""The LLM layer: stage prompts and schemas (prompts), the client (client), answers (schema).
+"""The LLM layer: stage prompts and schemas (prompts), endpoints and failures (endpoint),
+the SDK-based client (client), one query's embedding without the SDK (query), answers
+(schema).
 
 Nothing here touches the database; each call returns an `Inference` for the pipeline to
-record, with the request's hash so a stored answer can be reused (SPEC R11).
+record, with the request's hash so a stored answer can be reused (SPEC R11). The client's
+names load on first use: importing the ``openai`` SDK takes ~0.45 s, which a command
+that makes no chat call (`gb search`, `gb list`) should not pay.
 """
 
-from gligabao.llm.client import (
-    EMBED_STAGE,
-    LLM,
-    Answer,
-    Embeddings,
-    Inference,
-    LLMError,
-    scrub,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from gligabao.llm.endpoint import EMBED_STAGE, LLMError, scrub
 from gligabao.llm.prompts import (
     ChatRequest,
     check_answer,
@@ -22,6 +23,11 @@ from gligabao.llm.prompts import (
     summarize_chunk_request,
 )
 from gligabao.llm.schema import SchemaMismatch, load_answer, parse_lenient, validate
+
+if TYPE_CHECKING:
+    from gligabao.llm.client import LLM, Answer, Embeddings, Inference
+
+_FROM_CLIENT = frozenset({"LLM", "Answer", "Embeddings", "Inference"})
 
 __all__ = [
     "EMBED_STAGE",
@@ -42,3 +48,9 @@ __all__ = [
     "summarize_chunk_request",
     "validate",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_CLIENT:
+        return getattr(importlib.import_module("gligabao.llm.client"), name)
+    raise AttributeError(f"module 'gligabao.llm' has no attribute {name!r}")

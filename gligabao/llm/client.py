@@ -13,24 +13,32 @@ so it can look up an answer it already paid for before calling again (R11).
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import hashlib
 import json
 import logging
-import math
-import os
-import random
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
-from urllib.parse import urlsplit, urlunsplit
 
 import openai
 
 from gligabao.config import Config
-from gligabao.errors import ConfigError, GbError
+from gligabao.llm.endpoint import (
+    DEFAULT_BASE_URL,
+    EMBED_STAGE,
+    PLACEHOLDER_KEY,
+    Endpoints,
+    Failure,
+    LLMError,
+    backoff,
+    one_line,
+    require_endpoint,
+    safe_url,
+    scrub,
+    server_message,
+    status_failure,
+)
 from gligabao.llm.prompts import ChatRequest
 from gligabao.llm.schema import SchemaMismatch, checked, parse_answer
 
@@ -46,15 +54,10 @@ __all__ = [
 
 log = logging.getLogger("gligabao.llm")
 
-EMBED_STAGE = "embed"
-PLACEHOLDER_KEY = "no-key"  # local servers want some Authorization header, not a real key
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 # Reasoning tokens count against max_completion_tokens: without headroom a 512-token
 # summary at reasoning "high" would be cut off before it starts.
 REASONING_HEADROOM = {"none": 0, "low": 2048, "medium": 8192, "high": 16384}
-RETRY_AFTER_MAX = 120.0  # a longer Retry-After fails the call rather than hang a cron job
 ANSWER_RETRIES = 1  # a malformed, empty or off-schema answer is asked for once more
-_RETRY_STATUSES = frozenset({408, 409, 429})
 _REFUSALS = (
     "not supported",
     "unsupported",
@@ -96,57 +99,7 @@ class Embeddings:
     inference: Inference
 
 
-class LLMError(GbError):
-    """An LLM or embeddings call failed. The message is one line, free of secrets."""
-
-    def __init__(
-        self,
-        stage: str,
-        model: str,
-        cause: str,
-        *,
-        status: int | None = None,
-        server_message: str = "",
-        server_code: str | None = None,
-        retryable: bool = False,
-        inference: Inference | None = None,
-    ) -> None:
-        super().__init__(f"{stage} ({model}): {cause}")
-        self.stage = stage
-        self.model = model
-        self.cause = cause
-        self.status = status  # the HTTP status, when the server answered with an error
-        self.server_message = server_message  # scrubbed
-        self.server_code = server_code  # the error's "code", e.g. "rate_limit_exceeded"
-        self.retryable = retryable
-        self.inference = inference  # tokens spent on a rejected answer, when known
-
-
-# ------------------------------------------------------------------ secrets
-
-
-def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
-    """`text` with every secret, bearer token and OpenAI-style key masked (R9)."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "****")
-    text = re.sub(r"(?i)(bearer\s+)\S+", r"\1****", text)
-    return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-****", text)
-
-
-def _safe_url(url: str | None) -> str:
-    """A base URL fit for a log line: no user:password, no query string."""
-    if not url:
-        return DEFAULT_BASE_URL
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
-def _one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+# ------------------------------------------------------------------ requests
 
 
 def _dump(value: Any) -> str:
@@ -165,63 +118,6 @@ def _prompt_mode(request: ChatRequest) -> list[dict[str, str]]:
     else:
         messages.insert(0, {"role": "system", "content": rule.strip()})
     return messages
-
-
-# ------------------------------------------------------------------ failures
-
-
-@dataclass
-class _Failure:
-    head: str  # "HTTP 500", "timed out (limit 60 s)"
-    detail: str = ""  # the server's words, scrubbed
-    status: int | None = None
-    retryable: bool = False
-    retry_after: float | None = None
-    code: str | None = None
-
-    def cause(self, retries: int) -> str:
-        text = self.head
-        if retries:
-            text += f" after {retries} {'retry' if retries == 1 else 'retries'}"
-        return f"{text}: {self.detail}" if self.detail else text
-
-
-def _retry_after(headers: Any) -> float | None:
-    """Seconds to wait from Retry-After (seconds or an HTTP date) or retry-after-ms."""
-    if headers is None:
-        return None
-    raw_ms = headers.get("retry-after-ms")
-    if raw_ms:
-        try:
-            return max(float(raw_ms) / 1000, 0.0)
-        except ValueError:
-            pass
-    raw = headers.get("retry-after")
-    if not raw:
-        return None
-    try:
-        seconds = float(raw)
-    except ValueError:
-        try:
-            when = email.utils.parsedate_to_datetime(raw)
-        except (TypeError, ValueError):
-            return None
-        seconds = when.timestamp() - time.time()
-    return max(seconds, 0.0) if math.isfinite(seconds) else None
-
-
-def _server_message(exc: openai.APIStatusError) -> tuple[str, str | None]:
-    """(message, code) from an error answer, whatever shape its body has."""
-    body = exc.body
-    if isinstance(body, dict):
-        message = body.get("message") or body.get("error") or body.get("detail") or ""
-        code = body.get("code")
-        return str(message if isinstance(message, str) else json.dumps(message)), (
-            str(code) if code is not None else None
-        )
-    if isinstance(body, str | bytes) and body:
-        return (body.decode("utf-8", "replace") if isinstance(body, bytes) else body), None
-    return exc.message or "", None
 
 
 # ------------------------------------------------------------------ the client
@@ -252,7 +148,6 @@ class LLM:
         backoff_base: float = 0.5,
         backoff_cap: float = 20.0,
     ) -> None:
-        env = os.environ if env is None else env
         self.config = config
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
@@ -260,18 +155,12 @@ class LLM:
         self.timeout: float = config["llm.timeout"]
         self.concurrency: int = config["concurrency"]
 
-        self._key: str | None = config["llm.api_key"] or env.get(config["llm.api_key_env"]) or None
-        self._base_url: str | None = config["llm.base_url"] or None
-        emb_url = config["embeddings.base_url"] or None
-        emb_key_env = config["embeddings.api_key_env"]
-        if emb_key_env:
-            self._emb_key = env.get(emb_key_env) or None
-        elif emb_url is None or emb_url == self._base_url:
-            self._emb_key = self._key
-        else:
-            self._emb_key = None  # never send the chat key to another server unasked
-        self._emb_base_url = emb_url or self._base_url
-        self._secrets = tuple(s for s in (self._key, self._emb_key) if s)
+        self.endpoints = Endpoints.from_config(config, env)
+        self._key = self.endpoints.chat_key
+        self._base_url = self.endpoints.chat_url
+        self._emb_key = self.endpoints.embed_key
+        self._emb_base_url = self.endpoints.embed_url
+        self._secrets = self.endpoints.secrets
 
         self._lenient = False  # R10: prompt mode, once the server refused a JSON schema
         self._max_tokens_param = "max_completion_tokens"
@@ -283,11 +172,11 @@ class LLM:
     @property
     def available(self) -> bool:
         """False when there is neither a key nor a base URL: `gb` then works offline."""
-        return bool(self._key or self._base_url)
+        return self.endpoints.chat_available
 
     @property
     def embeddings_available(self) -> bool:
-        return bool(self._emb_key or self._emb_base_url)
+        return self.endpoints.embeddings_available
 
     @property
     def mode(self) -> str:
@@ -444,7 +333,7 @@ class LLM:
                 log.warning(
                     "%s does not take JSON-schema structured output; the schema now goes in "
                     "the prompt and answers are parsed leniently",
-                    _safe_url(self._base_url),
+                    safe_url(self._base_url),
                 )
             return True
         return False
@@ -465,14 +354,14 @@ class LLM:
         message = choice.message
         refusal = getattr(message, "refusal", None)
         if refusal:
-            return {}, f"the model refused: {_one_line(self.scrub(refusal), 200)}", False
+            return {}, f"the model refused: {one_line(self.scrub(refusal), 200)}", False
         content = message.content or ""
         if not content.strip():
             return {}, "the answer was empty", True
         try:
             value = parse_answer(content, lenient)
         except ValueError:
-            excerpt = _one_line(self.scrub(content), 80)
+            excerpt = one_line(self.scrub(content), 80)
             return {}, f"the answer is not valid JSON ({excerpt})", True
         try:
             return checked(request, value), None, False
@@ -576,17 +465,7 @@ class LLM:
     # ---- sending, with retries
 
     def _require(self, ok: bool, stage: str, model: str) -> None:
-        if not ok:
-            raise ConfigError(
-                f"{stage} ({model}): no LLM endpoint; set {self.config['llm.api_key_env']} "
-                "or llm.base_url (OPENAI_BASE_URL)"
-            )
-
-    def _backoff(self, key: str, retry: int) -> float:
-        # Jitter drawn from the request and the retry number: retries of different requests
-        # spread out, and the same run waits the same way twice.
-        jitter = random.Random(f"{key}:{retry}").random()
-        return min(self.backoff_cap, self.backoff_base * 2**retry) * (0.5 + jitter / 2)
+        require_endpoint(ok, stage, model, self.config)
 
     async def _wait_for_pause(self) -> None:
         while (wait := self._not_before - time.monotonic()) > 0:
@@ -613,15 +492,7 @@ class LLM:
             # Raised here, outside the except block, so no SDK exception (which holds the
             # request and its headers) rides along as __context__.
             if not failure.retryable or retries >= self.max_retries:
-                raise LLMError(
-                    stage,
-                    model,
-                    failure.cause(retries),
-                    status=failure.status,
-                    server_message=failure.detail,
-                    server_code=failure.code,
-                    retryable=failure.retryable,
-                )
+                raise failure.error(stage, model, retries)
             retries += 1
             if failure.retry_after is not None and failure.retry_after > 0:
                 # Every request of this instance waits, not only this one: the limit is the
@@ -630,7 +501,8 @@ class LLM:
                 delay, why = failure.retry_after, "as the server asks"
                 sleep = 0.0  # the pause itself is waited for at the top of the loop
             else:
-                delay, why = self._backoff(key, retries - 1), "backing off"
+                delay = backoff(key, retries - 1, self.backoff_base, self.backoff_cap)
+                why = "backing off"
                 sleep = delay
             log.info(
                 "%s (%s): %s; retry %d of %d in %.2f s (%s)",
@@ -644,34 +516,25 @@ class LLM:
             )
             await asyncio.sleep(sleep)
 
-    def _classify(self, exc: Exception) -> _Failure:
+    def _classify(self, exc: Exception) -> Failure:
         if isinstance(exc, openai.APITimeoutError):
-            return _Failure(f"timed out (limit {self.timeout:g} s)", retryable=True)
+            return Failure(f"timed out (limit {self.timeout:g} s)", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
             reason = exc.__cause__ or exc
-            detail = _one_line(self.scrub(str(reason) or type(reason).__name__))
-            where = _safe_url(self._base_url)
-            return _Failure(f"could not reach {where}", detail, retryable=True)
+            detail = one_line(self.scrub(str(reason) or type(reason).__name__))
+            where = safe_url(self._base_url)
+            return Failure(f"could not reach {where}", detail, retryable=True)
         if isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            message, code = _server_message(exc)
-            detail = _one_line(self.scrub(message))
-            if status == 401:
-                detail += f" (check {self.config['llm.api_key_env']} or llm.api_key)"
-            if status == 429 and code == "insufficient_quota":
-                # billing, not a rate: waiting won't help
-                return _Failure(f"HTTP {status}", detail, status, code=code)
-            retryable = status in _RETRY_STATUSES or status >= 500
-            wait = _retry_after(exc.response.headers) if retryable else None
-            if wait is not None and wait > RETRY_AFTER_MAX:
-                head = f"HTTP {status} (the server asks to wait {wait:.0f} s)"
-                return _Failure(head, detail, status, code=code)
-            return _Failure(f"HTTP {status}", detail, status, retryable, wait, code)
+            message, code = server_message(exc.body, exc.message or "")
+            hint = f"{self.config['llm.api_key_env']} or llm.api_key"
+            return status_failure(
+                exc.status_code, self.scrub(message), code, exc.response.headers, hint
+            )
         if isinstance(exc, json.JSONDecodeError):
             # The SDK's answer to a 200 whose body is not JSON: a proxy or gateway page.
-            hint = f"is llm.base_url ({_safe_url(self._base_url)}) the API's, ending in /v1?"
-            return _Failure("the server answered with a body that is not JSON", hint, None, True)
+            hint = f"is llm.base_url ({safe_url(self._base_url)}) the API's, ending in /v1?"
+            return Failure("the server answered with a body that is not JSON", hint, None, True)
         if isinstance(exc, ValueError | openai.APIResponseValidationError):
             # e.g. "No embedding data received": an answer, but not a usable one
-            return _Failure("the answer could not be read", _one_line(self.scrub(str(exc))))
+            return Failure("the answer could not be read", one_line(self.scrub(str(exc))))
         raise exc

@@ -14,15 +14,18 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import apsw
 
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.inputs import read_source
-from gligabao.llm import LLM
 from gligabao.pipeline.calls import Budget, BudgetReached, Spend
 from gligabao.pipeline.remember import Options, Outcome, remember_async
+
+if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
+    from gligabao.llm.client import LLM
 
 LEFT = "left"  # not started, or stopped, because of --max-cost
 FAILED = "failed"

@@ -10,15 +10,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from gligabao.chunk import ESTIMATOR
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.llm import LLM, ChatRequest, Inference, LLMError, load_answer
+from gligabao.llm import ChatRequest, LLMError, load_answer
 from gligabao.store import inferences
+
+if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
+    from gligabao.llm.client import LLM, Inference
 
 # Added to the estimated prompt so that an estimate stays above what the API bills:
 # the estimator counts English a little high, other tokenizers may count some text higher.

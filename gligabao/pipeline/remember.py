@@ -21,7 +21,7 @@ import asyncio
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -30,7 +30,6 @@ from gligabao.config import Config
 from gligabao.errors import GbError, InputError
 from gligabao.inputs import Source
 from gligabao.llm import (
-    LLM,
     LLMError,
     contextualize_chunk_request,
     extract_graph_request,
@@ -41,6 +40,9 @@ from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batche
 from gligabao.pipeline.write import EMBED, Piece, Writer, Written, insert_chunk
 from gligabao.store import artifacts, datasets, graph
 from gligabao.store.db import now_iso, query, transaction
+
+if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
+    from gligabao.llm.client import LLM
 
 OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED)
 

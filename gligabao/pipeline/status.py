@@ -5,19 +5,25 @@ its chunks are exactly those the current settings cut from it; `changed` when th
 content differs; `settings changed` when the content is the same but the cut would
 differ (another chunk size, overlap, mode or tokenizer); `incomplete` when a run left
 it halfway or offline; `not remembered` when no document came from that path.
+
+The same check tells `gb chunk-preview --json` whether the chunks it previews are the
+ones stored, so it can show each one's Contextual Retrieval context (X1):
+`stored_contexts`, which reads an existing database and never creates or changes one.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import apsw
 
-from gligabao.chunk import ChunkSettings, cut
+from gligabao.chunk import ChunkSettings, Cut, cut
 from gligabao.inputs import Source
-from gligabao.store import artifacts
-from gligabao.store.db import query
+from gligabao.store import artifacts, datasets
+from gligabao.store.db import query, translate_errors
+from gligabao.store.errors import DatabaseError
 
 IN_SYNC = "in sync"
 CHANGED = "changed"
@@ -37,10 +43,7 @@ class SyncStatus:
 def sync_status(
     conn: apsw.Connection, source: Source, dataset_id: int | None, settings: ChunkSettings
 ) -> SyncStatus:
-    path = None if source.path is None else os.path.abspath(source.name)
-    document = None
-    if dataset_id is not None and path is not None:
-        document = artifacts.find_by_source(conn, dataset_id, path)
+    document = remembered_document(conn, source, dataset_id)
     if document is None:
         return SyncStatus(source.name, NOT_REMEMBERED, None, "no document from this path")
     doc_id = document["id"]
@@ -49,24 +52,8 @@ def sync_status(
     if document["status"] != "complete" or artifacts.pending_stages(document):
         stages = " ".join(artifacts.pending_stages(document)) or "chunks"
         return SyncStatus(source.name, INCOMPLETE, doc_id, f"still to do: {stages}")
-    now = cut(source.text, settings, source.name)
-    stored = query(
-        conn,
-        """SELECT start_offset, end_offset, tokens, section, anchor, context FROM gb_artifacts
-           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
-        (doc_id,),
-    )
-    current = [
-        {
-            "start_offset": c.start_offset,
-            "end_offset": c.end_offset,
-            "tokens": c.tokens,
-            "section": c.section,
-            "anchor": c.anchor,
-            "context": c.context or None,
-        }
-        for c in now.chunks
-    ]
+    stored = _stored_layout(conn, doc_id)
+    current = _layout(cut(source.text, settings, source.name))
     if stored != current:
         return SyncStatus(
             source.name,
@@ -77,3 +64,104 @@ def sync_status(
     return SyncStatus(
         source.name, IN_SYNC, doc_id, f"{len(stored)} chunks" if stored else "not chunked"
     )
+
+
+def remembered_document(
+    conn: apsw.Connection, source: Source, dataset_id: int | None
+) -> dict[str, Any] | None:
+    """The latest, not superseded document remembered from this file (never stdin)."""
+    if dataset_id is None or source.path is None:
+        return None
+    return artifacts.find_by_source(conn, dataset_id, os.path.abspath(source.name))
+
+
+def _layout(result: Cut) -> list[dict[str, Any]]:
+    """What identifies each chunk of a cut, as the store keeps it."""
+    return [
+        {
+            "start_offset": c.start_offset,
+            "end_offset": c.end_offset,
+            "tokens": c.tokens,
+            "section": c.section,
+            "anchor": c.anchor,
+            "context": c.context or None,
+        }
+        for c in result.chunks
+    ]
+
+
+def _stored_layout(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]]:
+    return query(
+        conn,
+        """SELECT start_offset, end_offset, tokens, section, anchor, context FROM gb_artifacts
+           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
+        (document_id,),
+    )
+
+
+def chunk_contexts(
+    conn: apsw.Connection, source: Source, dataset_id: int | None, result: Cut
+) -> dict[int, str]:
+    """Each chunk's stored Contextual Retrieval context, by chunk index, when the file's
+    remembered document has `source`'s content and its stored chunks are exactly
+    `result`'s (same cut: same settings); empty otherwise, and for chunks without one."""
+    if not result.chunks:
+        return {}
+    document = remembered_document(conn, source, dataset_id)
+    if document is None or document["content_sha256"] != source.sha256:
+        return {}
+    if _stored_layout(conn, document["id"]) != _layout(result):
+        return {}
+    rows = query(
+        conn,
+        """SELECT c.chunk_index, x.text FROM gb_artifacts c
+           JOIN gb_artifacts x ON x.parent_id = c.id AND x.kind = ?
+           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL
+           ORDER BY c.chunk_index, x.id""",
+        (artifacts.CONTEXT_KIND, document["id"]),
+    )
+    return {row["chunk_index"]: row["text"] for row in rows}
+
+
+def stored_contexts(
+    database: str | os.PathLike[str],
+    source: Source,
+    dataset: str,
+    result: Cut,
+    *,
+    busy_timeout_ms: int = 1_000,
+) -> dict[int, str]:
+    """`chunk_contexts` read from the database file at `database`, if there is one.
+
+    Never creates the file (missing: empty result) and never writes to it: it is opened
+    without SQLite's create flag, no migration runs, and the connection is query-only.
+    Standard input is never remembered under a path, so it gets nothing. A file that
+    cannot be read (locked past `busy_timeout_ms`, not a database, another schema)
+    raises DatabaseError (DatabaseBusy when locked), with one line saying why.
+    """
+    if source.path is None or not result.chunks:
+        return {}
+    name = os.fspath(database)
+    if name in ("", ":memory:") or not os.path.isfile(name):
+        return {}
+    try:
+        # READWRITE without CREATE: a missing file is an error, never a new database.
+        # (Not READONLY: SQLite could not remove the -wal and -shm files on close.)
+        conn = apsw.Connection(name, flags=apsw.SQLITE_OPEN_READWRITE)
+    except apsw.Error as exc:
+        raise DatabaseError(f"cannot open database {name}: {exc}") from None
+    try:
+        conn.set_busy_timeout(busy_timeout_ms)
+        conn.set_row_trace(_dict_row)
+        with translate_errors(conn):  # locked, not a database, corrupt: one line each
+            conn.execute("PRAGMA query_only=ON")
+            found = datasets.find_dataset(conn, dataset)
+            return chunk_contexts(conn, source, found and found.id, result)
+    except apsw.Error as exc:  # anything else, e.g. an SQLite file that is not gb's
+        raise DatabaseError(f"cannot read database {name}: {exc}") from None
+    finally:
+        conn.close()
+
+
+def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+    return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))

@@ -10,6 +10,7 @@ computed results (a dataset, a report, statistics) are small frozen dataclasses.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import os
 from collections.abc import Iterator, Mapping, Sequence
@@ -19,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import apsw
-import sqlite_vec
 
 from gligabao.store.errors import DatabaseBusy, DatabaseError, SchemaTooNew
 
@@ -50,11 +50,41 @@ class Connection(apsw.Connection):
 
     path: str
     busy_timeout_ms: int
+    _sibling: Connection | None = None
+
+    def sibling(self) -> Connection:
+        """A second connection to the same file, opened on first use and closed with
+        this one. SQLite runs one statement at a time per connection; work meant to use
+        two cores at once (a search's keyword and vector halves) needs two. An in-memory
+        database has no second connection: this one is returned."""
+        if self.path in ("", ":memory:"):
+            return self
+        if self._sibling is None:
+            self._sibling = open_db(self.path, busy_timeout_ms=self.busy_timeout_ms)
+        return self._sibling
+
+    def close(self, force: bool = False) -> None:
+        sibling, self._sibling = self._sibling, None
+        if sibling is not None:
+            sibling.close(force)
+        super().close(force)
 
 
 def now_iso() -> str:
     """Now, in UTC, as the ISO-8601 text every *_at column holds (sorts as it reads)."""
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+MMAP_SIZE = 1 << 40
+
+
+def _sqlite_vec_path() -> str:
+    """The sqlite-vec loadable extension shipped in the sqlite_vec package, found without
+    importing the package: its __init__ imports numpy, 60 ms a `gb search` does not need."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise DatabaseError("sqlite-vec is not installed; pip install sqlite-vec")
+    return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
 def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -85,7 +115,7 @@ def open_db(path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000) -> C
     try:
         conn.enable_load_extension(True)
         try:
-            conn.load_extension(sqlite_vec.loadable_path())
+            conn.load_extension(_sqlite_vec_path())
         except apsw.ExtensionLoadingError as exc:
             raise DatabaseError(f"cannot load sqlite-vec ({exc}); reinstall sqlite-vec") from None
         # Nothing else may load code into this process through SQL.
@@ -96,6 +126,10 @@ def open_db(path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000) -> C
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
+            # Reads straight from the OS page cache, no copy into SQLite's: a KNN scan
+            # reads every vector, and this makes it ~40% faster (29 -> 18 ms at 10,000
+            # chunks of 1,536 dimensions). SQLite caps it at its compiled maximum.
+            conn.execute(f"PRAGMA mmap_size={MMAP_SIZE}")
             migrate(conn)
     except BaseException:
         conn.close()
