@@ -27,6 +27,7 @@ from gligabao.store.db import query as _rows
 __all__ = ["METHODS", "Hit", "fuse", "line_range", "search"]
 
 METHODS = ("hybrid", "bm25", "vector")
+Vector = Sequence[float] | bytes  # a query embedded with the dataset's model
 
 
 @dataclass(frozen=True)
@@ -153,9 +154,6 @@ def _vector(conn: apsw.Connection, dataset_id: int, vector: Vector, depth: int) 
     return _entries(conn, ids)[:depth]
 
 
-Vector = Sequence[float] | bytes
-
-
 class _VectorSide(threading.Thread):
     """The vector half of a hybrid search, on a second connection to the same file:
     apsw lets go of the GIL inside SQLite, so the KNN scan runs on one core while the
@@ -170,18 +168,18 @@ class _VectorSide(threading.Thread):
     ) -> None:
         super().__init__(name="gb-search-vector", daemon=True)
         self.conn = conn
-        self.args = (dataset_id, vector, depth)
+        self.dataset_id = dataset_id
+        self.vector = vector
+        self.depth = depth
         self.found: list[int] = []
         self.error: BaseException | None = None
 
     def run(self) -> None:
-        dataset_id, vector, depth = self.args
         try:
-            if callable(vector):
-                vector = vector()
-            sibling = getattr(self.conn, "sibling", None)
+            vector = self.vector() if callable(self.vector) else self.vector
+            sibling = getattr(self.conn, "sibling", None)  # a plain apsw connection has none
             conn = sibling() if sibling is not None else self.conn
-            self.found = _vector(conn, dataset_id, vector, depth)
+            self.found = _vector(conn, self.dataset_id, vector, self.depth)
         except BaseException as exc:  # handed to the caller's thread by result()
             self.error = exc
 

@@ -156,11 +156,6 @@ class LLM:
         self.concurrency: int = config["concurrency"]
 
         self.endpoints = Endpoints.from_config(config, env)
-        self._key = self.endpoints.chat_key
-        self._base_url = self.endpoints.chat_url
-        self._emb_key = self.endpoints.embed_key
-        self._emb_base_url = self.endpoints.embed_url
-        self._secrets = self.endpoints.secrets
 
         self._lenient = False  # R10: prompt mode, once the server refused a JSON schema
         self._max_tokens_param = "max_completion_tokens"
@@ -184,7 +179,7 @@ class LLM:
         return "prompt" if self._lenient else "structured"
 
     def scrub(self, text: str) -> str:
-        return scrub(text, self._secrets)
+        return scrub(text, self.endpoints.secrets)
 
     def request_hash(self, request: ChatRequest | Sequence[str]) -> str:
         """What decides an answer, hashed: stage, model, reasoning, messages, schema, budget
@@ -223,13 +218,14 @@ class LLM:
 
     def _client(self, embeddings: bool) -> openai.AsyncOpenAI:
         state = self._loop_state()
-        same = (self._emb_base_url, self._emb_key) == (self._base_url, self._key)
+        ends = self.endpoints
+        same = (ends.embed_url, ends.embed_key) == (ends.chat_url, ends.chat_key)
         if embeddings and not same:
             if state.embed is None:
-                state.embed = self._make_client(self._emb_base_url, self._emb_key)
+                state.embed = self._make_client(ends.embed_url, ends.embed_key)
             return state.embed
         if state.chat is None:
-            state.chat = self._make_client(self._base_url, self._key)
+            state.chat = self._make_client(ends.chat_url, ends.chat_key)
         return state.chat
 
     def _make_client(self, base_url: str | None, key: str | None) -> openai.AsyncOpenAI:
@@ -333,7 +329,7 @@ class LLM:
                 log.warning(
                     "%s does not take JSON-schema structured output; the schema now goes in "
                     "the prompt and answers are parsed leniently",
-                    safe_url(self._base_url),
+                    safe_url(self.endpoints.chat_url),
                 )
             return True
         return False
@@ -522,7 +518,7 @@ class LLM:
         if isinstance(exc, openai.APIConnectionError):
             reason = exc.__cause__ or exc
             detail = one_line(self.scrub(str(reason) or type(reason).__name__))
-            where = safe_url(self._base_url)
+            where = safe_url(self.endpoints.chat_url)
             return Failure(f"could not reach {where}", detail, retryable=True)
         if isinstance(exc, openai.APIStatusError):
             message, code = server_message(exc.body, exc.message or "")
@@ -532,7 +528,8 @@ class LLM:
             )
         if isinstance(exc, json.JSONDecodeError):
             # The SDK's answer to a 200 whose body is not JSON: a proxy or gateway page.
-            hint = f"is llm.base_url ({safe_url(self._base_url)}) the API's, ending in /v1?"
+            where = safe_url(self.endpoints.chat_url)
+            hint = f"is llm.base_url ({where}) the API's, ending in /v1?"
             return Failure("the server answered with a body that is not JSON", hint, None, True)
         if isinstance(exc, ValueError | openai.APIResponseValidationError):
             # e.g. "No embedding data received": an answer, but not a usable one

@@ -33,9 +33,11 @@ __all__ = [
     "LLMError",
     "backoff",
     "one_line",
+    "require_endpoint",
     "retry_after",
     "safe_url",
     "scrub",
+    "server_message",
     "status_failure",
 ]
 
