@@ -429,8 +429,10 @@ class LLMServer:
     daemon thread. Use as a context manager, or call start() / stop().
 
     Settable attributes: ``latency`` (seconds added to every request), ``structured_outputs``
-    (False imitates a server without JSON-schema support), ``timeout_sleep`` (how long a
-    "timeout" fault stalls), ``verbose`` (one line per request on stderr, never headers).
+    (False imitates a server without JSON-schema support), ``old_max_tokens`` (True
+    imitates an older server that refuses ``max_completion_tokens`` and takes only
+    ``max_tokens``), ``timeout_sleep`` (how long a "timeout" fault stalls), ``verbose`` (one
+    line per request on stderr, never headers).
     """
 
     def __init__(
@@ -446,6 +448,7 @@ class LLMServer:
         self._port = port
         self.latency = latency
         self.structured_outputs = structured_outputs
+        self.old_max_tokens = False
         self.timeout_sleep = 5.0
         self.verbose = verbose
         self.faults: list[Fault] = []
@@ -546,7 +549,7 @@ class LLMServer:
 
     def reset(self) -> None:
         """Clear faults, records, counters and the prompt-cache history; latency back to 0,
-        structured_outputs back to True, timeout_sleep back to 5.0."""
+        structured_outputs back to True, old_max_tokens to False, timeout_sleep to 5.0."""
         with self._lock:
             self.faults.clear()
             self.requests.clear()
@@ -554,6 +557,7 @@ class LLMServer:
             self.max_in_flight = self.in_flight
             self.latency = 0.0
             self.structured_outputs = True
+            self.old_max_tokens = False
             self.timeout_sleep = 5.0
 
     # ---- serving
@@ -824,6 +828,12 @@ class LLMServer:
             )
         stage = self._stage(body, messages)
         record.stage = stage
+        if self.old_max_tokens and "max_completion_tokens" in body:
+            raise _Reply(
+                400,
+                "Unrecognized request argument supplied: max_completion_tokens",
+                "invalid_request_error",
+            )
         fmt = body.get("response_format")
         wants_schema = isinstance(fmt, dict) and fmt.get("type") == "json_schema"
         if wants_schema and not self.structured_outputs:

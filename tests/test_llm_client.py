@@ -394,10 +394,52 @@ def test_prompt_mode_end_to_end(srv: LLMServer, caplog: pytest.LogCaptureFixture
     assert system["role"] == "system" and '"additionalProperties":false' in system["content"]
     switched = [r for r in caplog.records if "structured output" in r.getMessage()]
     assert len(switched) == 1
-    # The hash records the mode the answer was got in, and the instance now hashes in it.
+    # The hash leaves the mode out: a rerun starts in structured mode, and must still find
+    # the answers got in prompt mode (R11).
     for answer, build in zip(answers, REQUESTS.values(), strict=True):
         assert answer.inference.request_hash == llm.request_hash(build())
-        assert answer.inference.request_hash != make_llm(srv).request_hash(build())
+        assert answer.inference.request_hash == make_llm(srv).request_hash(build())
+
+
+def test_an_older_server_gets_max_tokens_even_for_requests_already_in_flight(
+    srv: LLMServer,
+) -> None:
+    """Eight requests go out at once and all are refused for max_completion_tokens; the
+    first refusal switches the instance, and the other seven must be sent again, not
+    failed (each run starts from the new name again)."""
+    srv.old_max_tokens = True
+    srv.latency = 0.05  # every request is in flight before the first refusal is read
+    llm = make_llm(srv)
+
+    async def many() -> list[Any]:
+        try:
+            return await asyncio.gather(
+                *(llm.chat(summarize_chunk_request(f"{CHUNK} {i}")) for i in range(8))
+            )
+        finally:
+            await llm.aclose()
+
+    answers = run(many())
+    assert len(answers) == 8
+    refused = [r for r in srv.requests if r.status == 400]
+    answered = [r for r in srv.requests if r.status == 200]
+    assert len(answered) == 8 and all("max_tokens" in r.body for r in answered)
+    assert len(refused) >= 2 and all("max_completion_tokens" in r.body for r in refused)
+
+
+def test_an_embeddings_failure_names_the_embeddings_server(srv: LLMServer) -> None:
+    with LLMServer() as gone:
+        dead = gone.base_url
+    llm = make_llm(srv, embeddings__base_url=dead, llm__max_retries=0)
+
+    async def embed() -> Any:
+        try:
+            return await llm.embed(["otter"])
+        finally:
+            await llm.aclose()
+
+    with pytest.raises(LLMError, match=f"could not reach {dead}"):
+        run(embed())
 
 
 def test_parse_lenient() -> None:

@@ -32,6 +32,7 @@ from gligabao.llm.endpoint import (
     Failure,
     LLMError,
     backoff,
+    key_hint,
     one_line,
     require_endpoint,
     safe_url,
@@ -183,7 +184,8 @@ class LLM:
 
     def request_hash(self, request: ChatRequest | Sequence[str]) -> str:
         """What decides an answer, hashed: stage, model, reasoning, messages, schema, budget
-        and mode for a chat; model, dimensions and texts for embeddings. Never the key or
+        for a chat (not the mode: a rerun starts structured and must find answers got
+        in prompt mode); model, dimensions and texts for embeddings. Never the key or
         the URL, so the hash is the same on every machine."""
         if not isinstance(request, ChatRequest):
             texts = list(request)
@@ -202,7 +204,6 @@ class LLM:
                 "schema_name": request.schema_name,
                 "schema": request.schema,
                 "max_output_tokens": request.max_output_tokens,
-                "mode": self.mode,
             }
         return hashlib.sha256(_dump(fields).encode("utf-8")).hexdigest()
 
@@ -271,7 +272,7 @@ class LLM:
                     lambda kw=kwargs: self._client(False).chat.completions.create(**kw),
                 )
             except LLMError as err:
-                if self._adapt(err, lenient):
+                if self._adapt(err, lenient, kwargs):
                     continue  # the same request again, in the mode the server takes
                 raise
             attempts += tries
@@ -308,14 +309,17 @@ class LLM:
             }
         return kwargs
 
-    def _adapt(self, err: LLMError, lenient: bool) -> bool:
-        """Whether a refusal of a request's shape was answered by changing it (R10)."""
+    def _adapt(self, err: LLMError, lenient: bool, sent: Mapping[str, Any]) -> bool:
+        """Whether a refusal of a request's shape was answered by changing it (R10).
+        Judged by what the refused request `sent`: requests in flight when the first
+        refusal comes back are refused too, and must be sent again, not failed."""
         if err.status not in (400, 422):
             return False
         said = err.server_message.lower()
-        if "max_completion_tokens" in said and self._max_tokens_param != "max_tokens":
-            self._max_tokens_param = "max_tokens"  # an older server: the older name
-            log.warning("the LLM server refuses max_completion_tokens; sending max_tokens")
+        if "max_completion_tokens" in said and "max_completion_tokens" in sent:
+            if self._max_tokens_param != "max_tokens":
+                self._max_tokens_param = "max_tokens"  # an older server: the older name
+                log.warning("the LLM server refuses max_completion_tokens; sending max_tokens")
             return True
         if lenient or "reasoning_effort" in said or "max_tokens" in said:
             return False
@@ -484,7 +488,7 @@ class LLM:
                     response = await send()
                     return response, retries + 1, round((time.monotonic() - began) * 1000)
                 except Exception as exc:
-                    failure = self._classify(exc)
+                    failure = self._classify(exc, stage)
             # Raised here, outside the except block, so no SDK exception (which holds the
             # request and its headers) rides along as __context__.
             if not failure.retryable or retries >= self.max_retries:
@@ -512,24 +516,22 @@ class LLM:
             )
             await asyncio.sleep(sleep)
 
-    def _classify(self, exc: Exception) -> Failure:
+    def _classify(self, exc: Exception, stage: str) -> Failure:
         if isinstance(exc, openai.APITimeoutError):
             return Failure(f"timed out (limit {self.timeout:g} s)", retryable=True)
         if isinstance(exc, openai.APIConnectionError):
             reason = exc.__cause__ or exc
             detail = one_line(self.scrub(str(reason) or type(reason).__name__))
-            where = safe_url(self.endpoints.chat_url)
-            return Failure(f"could not reach {where}", detail, retryable=True)
+            return Failure(f"could not reach {self.endpoints.url(stage)}", detail, retryable=True)
         if isinstance(exc, openai.APIStatusError):
             message, code = server_message(exc.body, exc.message or "")
-            hint = f"{self.config['llm.api_key_env']} or llm.api_key"
+            hint = key_hint(self.config, stage)
             return status_failure(
                 exc.status_code, self.scrub(message), code, exc.response.headers, hint
             )
         if isinstance(exc, json.JSONDecodeError):
             # The SDK's answer to a 200 whose body is not JSON: a proxy or gateway page.
-            where = safe_url(self.endpoints.chat_url)
-            hint = f"is llm.base_url ({where}) the API's, ending in /v1?"
+            hint = f"is {self.endpoints.url(stage)} the API's base URL, ending in /v1?"
             return Failure("the server answered with a body that is not JSON", hint, None, True)
         if isinstance(exc, ValueError | openai.APIResponseValidationError):
             # e.g. "No embedding data received": an answer, but not a usable one

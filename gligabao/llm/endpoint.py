@@ -32,6 +32,7 @@ __all__ = [
     "Failure",
     "LLMError",
     "backoff",
+    "key_hint",
     "one_line",
     "require_endpoint",
     "retry_after",
@@ -145,6 +146,17 @@ class Endpoints:
     @property
     def secrets(self) -> tuple[str, ...]:
         return tuple(s for s in (self.chat_key, self.embed_key) if s)
+
+    def url(self, stage: str) -> str:
+        """Where `stage`'s requests go, fit for a message."""
+        return safe_url(self.embed_url if stage == EMBED_STAGE else self.chat_url)
+
+
+def key_hint(config: Config, stage: str) -> str:
+    """What to check when `stage`'s key is refused (HTTP 401)."""
+    if stage == EMBED_STAGE and config["embeddings.api_key_env"]:
+        return config["embeddings.api_key_env"]
+    return f"{config['llm.api_key_env']} or llm.api_key"
 
 
 # ------------------------------------------------------------------ failures

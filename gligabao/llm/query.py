@@ -27,9 +27,9 @@ from gligabao.llm.endpoint import (
     Failure,
     LLMError,
     backoff,
+    key_hint,
     one_line,
     require_endpoint,
-    safe_url,
     scrub,
     server_message,
     status_failure,
@@ -102,7 +102,7 @@ def _attempt(
     request: urllib.request.Request, timeout: float, endpoints: Endpoints, config: Config
 ) -> tuple[Failure | None, Any]:
     """(None, the parsed answer), or (why it failed, None)."""
-    where = safe_url(endpoints.embed_url)
+    where = endpoints.url(EMBED_STAGE)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             raw = response.read()
@@ -115,8 +115,8 @@ def _attempt(
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             body = body["error"]
         message, code = server_message(body, exc.reason or "")
-        hint = f"{config['llm.api_key_env']} or llm.api_key"
         message = scrub(message, endpoints.secrets)
+        hint = key_hint(config, EMBED_STAGE)
         return status_failure(exc.code, message, code, exc.headers, hint), None
     except TimeoutError:
         return Failure(f"timed out (limit {timeout:g} s)", retryable=True), None
@@ -129,7 +129,7 @@ def _attempt(
     try:
         return None, json.loads(raw)
     except ValueError:
-        hint = f"is the embeddings base_url ({where}) the API's, ending in /v1?"
+        hint = f"is {where} the API's base URL, ending in /v1?"
         return Failure("the server answered with a body that is not JSON", hint, None, True), None
 
 
