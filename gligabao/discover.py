@@ -38,10 +38,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
-from gligabao.errors import ExitCode, GbError, InputError
+from gligabao.errors import InputError, UsageError
 from gligabao.inputs import STDIN
 
-__all__ = ["SNIFF_BYTES", "Discovery", "Skipped", "UsageError", "discover"]
+__all__ = ["SNIFF_BYTES", "Discovery", "Skipped", "discover"]
 
 SNIFF_BYTES = 8192  # a NUL byte within this many leading bytes marks a walked file binary
 
@@ -59,12 +59,6 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
     | getattr(os, "O_BINARY", 0)
 )
-
-
-class UsageError(GbError):
-    """The inputs were named in a way that cannot work (standard input twice...)."""
-
-    exit_code = ExitCode.USAGE
 
 
 @dataclass(frozen=True, slots=True)

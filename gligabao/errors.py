@@ -1,12 +1,13 @@
 """Errors gligabao raises on purpose, each with the exit code `gb` gives it.
 
     GbError                 1  a failure while working (LLM, network, store)
+    ├── UsageError          2  options or inputs named in a way that cannot work
     ├── InputError          3  an input was refused; nothing of it was stored
     ├── ConfigError         5  a setting is wrong or missing
     └── DatabaseError       6  the database file cannot be used (locked, not a database)
 
-Exit code 2 is a usage error (an unknown option, a missing argument), as
-every click/typer program gives it; 4 means some inputs of a batch failed.
+Exit code 2 is also what typer gives an unknown option or a missing argument;
+4 means some inputs of a batch failed.
 The message of every error is one line meant for the user: it names what was
 wrong and what to do, and never holds a secret.
 """
@@ -31,6 +32,12 @@ class GbError(Exception):
     """Base of the errors that `gb` reports as one line and an exit code."""
 
     exit_code: ExitCode = ExitCode.FAILURE
+
+
+class UsageError(GbError):
+    """Options or inputs named in a way that cannot work (standard input twice, -k 0...)."""
+
+    exit_code = ExitCode.USAGE
 
 
 class InputError(GbError):

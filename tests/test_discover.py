@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.discover import BINARY, HIDDEN, NO_GLOB, NOT_REGULAR, Discovery, UsageError, discover
-from gligabao.errors import ExitCode, InputError
+from gligabao.discover import BINARY, HIDDEN, NO_GLOB, NOT_REGULAR, Discovery, discover
+from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.inputs import read_source
 
 TEXT = b"Some words.\n"

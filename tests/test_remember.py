@@ -397,12 +397,26 @@ def test_invalid_utf8_stores_nothing(gb_cli, online) -> None:
     assert online.requests == []
 
 
-def test_kind_chunk_summary_is_refused(gb_cli, online) -> None:
+@pytest.mark.parametrize("kind", ["chunk_summary", "chunk_context", " "])
+def test_a_kind_gb_makes_itself_or_an_empty_one_is_refused(gb_cli, online, kind) -> None:
     path = write("apache.txt", apache_bytes())
-    result = gb(gb_cli, "remember", str(path), "--kind", "chunk_summary", code=3)
-    assert "chunk_summary" in error_line(result)
+    result = gb(gb_cli, "remember", str(path), "--kind", kind, code=2)
+    assert "--kind" in error_line(result) and (kind.strip() or "empty") in error_line(result)
+    assert online.requests == []  # refused before any call is paid for
+
+
+def test_a_missing_embeddings_key_is_refused_before_any_call(gb_cli, server, monkeypatch) -> None:
+    """A chat endpoint with no embeddings key would pay for a graph stored without vectors."""
+    configure(monkeypatch, server, GB_EMBEDDINGS_API_KEY_ENV="GB_TEST_EMBEDDINGS_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.delenv("OPENAI_BASE_URL")  # the key alone: OpenAI itself
+    monkeypatch.delenv("GB_TEST_EMBEDDINGS_KEY", raising=False)
+    a, b = write("a.txt", b"The heron waits."), write("b.txt", b"The otter swims.")
+    result = gb(gb_cli, "remember", str(a), str(b), code=5)
+    (line,) = result.stderr.strip().splitlines()  # once for the batch, not once an input
+    assert "GB_TEST_EMBEDDINGS_KEY" in line and SECRET not in line
+    assert server.requests == []
     assert count("SELECT count(*) FROM gb_artifacts") == 0
-    assert online.requests == []
 
 
 # ------------------------------------------------------------------ 4. extraction or summary fails

@@ -13,7 +13,7 @@ from gligabao.chunk import Cut, cut
 from gligabao.cli import options
 from gligabao.cli.app import command, configure
 from gligabao.config import Config
-from gligabao.errors import DatabaseError, ExitCode, InputError
+from gligabao.errors import DatabaseError, ExitCode, InputError, UsageError
 from gligabao.inputs import STDIN, Source, read_source
 
 
@@ -50,8 +50,7 @@ def chunk_preview(
     settings = config.chunk_settings()
     if not paths and sys.stdin.isatty():
         # Nothing piped in: waiting on the terminal would look like a hang.
-        render.error("no input: name a PATH, or pipe text into `gb chunk-preview -`")
-        raise typer.Exit(int(ExitCode.USAGE))
+        raise UsageError("no input: name a PATH, or pipe text into `gb chunk-preview -`")
     names = paths or [STDIN]
     # Only --json shows stored contexts, and only a database that is already there.
     database = config["database"] if as_json and os.path.isfile(config["database"]) else None

@@ -12,7 +12,7 @@ from gligabao.cli import options
 from gligabao.cli.app import command, configure, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.discover import discover
-from gligabao.errors import ConfigError, ExitCode
+from gligabao.errors import ConfigError, UsageError
 from gligabao.inputs import STDIN
 
 
@@ -21,7 +21,9 @@ def remember_command(
     paths: options.Paths = None,
     db: options.Db = None,
     dataset: options.Dataset = None,
-    kind: str = typer.Option("document", help="Kind of the artifact (chunk_summary is gb's own)."),
+    kind: str = typer.Option(
+        "document", help="Kind of the document (chunk_summary and chunk_context are gb's own)."
+    ),
     session: str = typer.Option(None, help="Session the document and its facts belong to."),
     valid_at: str = typer.Option(
         None, "--valid-at", help="ISO-8601 time the text is valid from (default now)."
@@ -119,8 +121,7 @@ def remember_command(
         force=force,
     )
     if not paths and not files_from and sys.stdin.isatty():
-        render.error("no input: name a PATH, or pipe text into `gb remember -`")
-        raise typer.Exit(int(ExitCode.USAGE))
+        raise UsageError("no input: name a PATH, or pipe text into `gb remember -`")
     found = discover(
         paths or ([] if files_from else [STDIN]),
         recursive=recursive,

@@ -9,8 +9,8 @@ import typer
 from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, open_store
-from gligabao.discover import UsageError, discover
-from gligabao.errors import ExitCode, InputError
+from gligabao.discover import discover
+from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.inputs import read_source
 from gligabao.pipeline.status import IN_SYNC, sync_status
 from gligabao.store import artifacts, datasets, forget, stats, vectors

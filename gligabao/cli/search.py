@@ -12,8 +12,7 @@ from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, open_store
 from gligabao.config import Config
-from gligabao.discover import UsageError
-from gligabao.errors import ConfigError
+from gligabao.errors import ConfigError, UsageError
 from gligabao.llm.endpoint import Endpoints
 from gligabao.search import METHODS, Hit, search
 from gligabao.store import datasets, vectors

@@ -22,7 +22,7 @@ from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.inputs import read_source
 from gligabao.pipeline.calls import Budget, BudgetReached, Spend
-from gligabao.pipeline.remember import Options, Outcome, remember_async
+from gligabao.pipeline.remember import Options, Outcome, remember_async, require_embeddings
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
@@ -52,6 +52,7 @@ def remember_all(
     budget: Budget | None = None,
 ) -> None:
     """Remember every input; ``on_result`` is called for each as it ends."""
+    require_embeddings(llm)  # once, not once an input
 
     async def run() -> None:
         try:

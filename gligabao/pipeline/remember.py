@@ -27,9 +27,10 @@ import apsw
 
 from gligabao.chunk import ChunkSettings, cut, get_tokenizer
 from gligabao.config import Config
-from gligabao.errors import GbError, InputError
+from gligabao.errors import ConfigError, GbError, UsageError
 from gligabao.inputs import Source
 from gligabao.llm import (
+    EMBED_STAGE,
     LLMError,
     contextualize_chunk_request,
     extract_graph_request,
@@ -37,14 +38,14 @@ from gligabao.llm import (
 )
 from gligabao.pipeline.calls import Budget, Calls, Spend
 from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batches
-from gligabao.pipeline.write import EMBED, Piece, Writer, Written, insert_chunk
+from gligabao.pipeline.write import Piece, Writer, Written, insert_chunk
 from gligabao.store import artifacts, datasets, graph
 from gligabao.store.db import now_iso, query, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
 
-OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED)
+OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED_STAGE)
 
 
 class ChunkFailed(GbError):
@@ -75,6 +76,15 @@ class Options:
     reference_time: str | None = None
     trace: bool = False
     force: bool = False  # remember again even when the same text is already stored whole
+
+    def __post_init__(self) -> None:
+        if not self.kind.strip():
+            raise UsageError("--kind must not be empty")
+        if self.kind in artifacts.DERIVED_KINDS:
+            raise UsageError(
+                f"--kind {self.kind} is made only by gb itself, about a chunk; "
+                "name the kind of the document (default: document)"
+            )
 
 
 @dataclass
@@ -113,9 +123,19 @@ async def remember_async(
 ) -> Outcome:
     """`remember` inside a running event loop, so that many documents can share it (and
     the LLM's limiter) at once; a `budget` shared by them stops new calls at --max-cost."""
-    if options.kind == artifacts.SUMMARY_KIND:
-        raise InputError(source.name, f"--kind {artifacts.SUMMARY_KIND} is made only by gb itself")
+    require_embeddings(llm)
     return await _Run(conn, source, config, llm, options, budget, spend).run()
+
+
+def require_embeddings(llm: LLM) -> None:
+    """Refuse an endpoint for chat with none for embeddings (`embeddings.api_key_env` names
+    a variable that is not set): the graph would be paid for and stored without vectors."""
+    if llm.available and not llm.embeddings_available:
+        variable = llm.config["embeddings.api_key_env"]
+        raise ConfigError(
+            f"embeddings.api_key_env names {variable}, which is not set: set it, or unset "
+            "embeddings.api_key_env to send the LLM's key to the same server"
+        )
 
 
 class _Run:
@@ -178,14 +198,13 @@ class _Run:
         todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
         if not self.llm.available:
             return self._offline(document, result, pieces)
-        if self.llm.embeddings_available:
-            # Before any call: a dataset embedded with another model is refused for free.
-            datasets.set_embedding(
-                self.conn,
-                self.dataset.id,
-                self.config["embeddings.model"],
-                self.config["embeddings.dimensions"],
-            )
+        # Before any call: a dataset embedded with another model is refused for free.
+        datasets.set_embedding(
+            self.conn,
+            self.dataset.id,
+            self.config["embeddings.model"],
+            self.config["embeddings.dimensions"],
+        )
         await self._fetch(todo, n)
         return await self._store(document, result, todo, n)
 
@@ -264,9 +283,8 @@ class _Run:
                 if contextual:
                     jobs.append(contextualize(piece))
             await asyncio.gather(*jobs)
-            if self.llm.embeddings_available:
-                # Its embeddings need nothing from other chunks: ask now, not after all.
-                self.embedding[piece.index] = asyncio.ensure_future(self._embed(piece))
+            # Its embeddings need nothing from other chunks: ask now, not after all.
+            self.embedding[piece.index] = asyncio.ensure_future(self._embed(piece))
 
         try:
             await _all_or_nothing([fetch(p) for p in todo])
@@ -277,7 +295,6 @@ class _Run:
     # ---- store
 
     async def _store(self, document, result, todo: list[Piece], n: int) -> Outcome:
-        embedded = self.llm.embeddings_available
         resolver = Resolver(self.conn, self.dataset.id)
         for piece in todo:
             piece.plan = resolver.plan(piece.index, piece.extraction)
@@ -294,7 +311,7 @@ class _Run:
             self.step(
                 "store_parent_artifact", f"document {document['id']}", artifact_id=document["id"]
             )
-            writer = Writer(self.conn, self.dataset.id, document, embedded=embedded)
+            writer = Writer(self.conn, self.dataset.id, document)
             for piece in todo:
                 try:
                     if piece.index in resolving:
@@ -324,7 +341,7 @@ class _Run:
                 )
         finally:
             await _cancel([*resolving.values(), *embedding.values()])
-        artifacts.set_pending(self.conn, document["id"], () if embedded else (EMBED,))
+        artifacts.set_pending(self.conn, document["id"], ())
         document = self._complete(document)
         status = "remembered" if not written or len(todo) == max(n, 1) else "completed"
         return self._outcome(document, written, status)

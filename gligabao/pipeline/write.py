@@ -17,8 +17,6 @@ from gligabao.pipeline.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
 from gligabao.store.db import now_iso, query_one, transaction
 
-EMBED = "embed"
-
 
 @dataclass
 class Piece:
@@ -61,13 +59,10 @@ class Writer:
         conn: apsw.Connection,
         dataset_id: int,
         document: dict[str, Any],
-        *,
-        embedded: bool,
     ) -> None:
         self.conn = conn
         self.dataset_id = dataset_id
         self.document = document
-        self.embedded = embedded
         self._entity_ids: dict[tuple[int, int], int] = {}
         self._edge_ids: dict[tuple[int, int], int] = {}
 
@@ -127,7 +122,7 @@ class Writer:
             entities, new_entities = self._entities(piece, plan, artifact_id, session)
             edges, invalidated, new_edges = self._edges(piece, plan, artifact_id, session)
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
-            artifacts.set_pending(self.conn, artifact_id, () if self.embedded else (EMBED,))
+            artifacts.set_pending(self.conn, artifact_id, ())
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
 
     def _already_stored(self, piece: Piece, chunk_id: int) -> Written:
@@ -219,17 +214,16 @@ class Writer:
     ) -> dict[str, int]:
         got = piece.vectors
         rows: dict[str, list[vectors.VectorRow]] = {i: [] for i in vectors.INDEXES}
-        if self.embedded:
-            for i, entity_id in new_entities:
-                rows["entities"].append(vectors.entity_row(entity_id, got[f"entity:{i}"]))
-            for j, edge_id in new_edges:
-                rows["edges"].append(vectors.edge_row(edge_id, got[f"edge:{j}"]))
-            if piece.chunk is not None:
-                doc_id, index = self.document["id"], piece.chunk.index
-                rows["chunks"].append(vectors.chunk_row(artifact_id, doc_id, index, got["chunk"]))
-                rows["summaries"].append(
-                    vectors.summary_row(summary_id, artifact_id, doc_id, index, got["summary"])
-                )
+        for i, entity_id in new_entities:
+            rows["entities"].append(vectors.entity_row(entity_id, got[f"entity:{i}"]))
+        for j, edge_id in new_edges:
+            rows["edges"].append(vectors.edge_row(edge_id, got[f"edge:{j}"]))
+        if piece.chunk is not None:
+            doc_id, index = self.document["id"], piece.chunk.index
+            rows["chunks"].append(vectors.chunk_row(artifact_id, doc_id, index, got["chunk"]))
+            rows["summaries"].append(
+                vectors.summary_row(summary_id, artifact_id, doc_id, index, got["summary"])
+            )
         for index, index_rows in rows.items():
             if index_rows:
                 vectors.upsert_vectors(self.conn, self.dataset_id, index, index_rows)
