@@ -109,22 +109,40 @@ def _kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any
 
 
 def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
-    """Artifact ids mapped to their entry (a summary to its chunk), order kept, unknown
-    ones dropped."""
+    """Artifact ids mapped to their entry (a summary to its chunk), order kept; unknown
+    ones, and those of superseded versions, dropped."""
     rows = _kinds(conn, ids)
     summarized = [r["parent_id"] for r in rows.values() if r["kind"] == SUMMARY_KIND]
     chunks = _kinds(conn, summarized) if summarized else {}
     out = []
     for aid in ids:
         row = rows.get(aid)
-        if row is None:
-            continue
-        if row["kind"] == SUMMARY_KIND:
-            aid = row["parent_id"]
-            if aid not in chunks:
-                continue
-        out.append(aid)
+        if row is not None and row["kind"] == SUMMARY_KIND:
+            aid, row = row["parent_id"], chunks.get(row["parent_id"])
+        if row is not None and row["superseded_by"] is None:
+            out.append(aid)
     return list(dict.fromkeys(out))
+
+
+# vec0 answers at most this many neighbours a query.
+_KNN_MAX = 4096
+
+
+def _superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:
+    """How many index rows the dataset's superseded versions hold at most (their chunks
+    and summaries, or the document itself when unchunked). Older versions are kept, and
+    so are their keyword rows and vectors (forgetting the newer version makes an older
+    one current again), so each method asks for this many more and drops them."""
+    row = _rows(
+        conn,
+        """SELECT count(*) AS documents,
+                  coalesce(sum((SELECT count(*) FROM gb_artifacts c
+                                WHERE c.parent_id = d.id)), 0) AS chunks
+           FROM gb_artifacts d
+           WHERE d.dataset_id = ? AND d.parent_id IS NULL AND d.superseded_by IS NOT NULL""",
+        (dataset_id,),
+    )[0]
+    return row["documents"] + 2 * row["chunks"]
 
 
 # What a hit shows. `head` is the document up to the chunk's end, as UTF-8 bytes: enough
@@ -140,14 +158,16 @@ WHERE a.id IN (SELECT value FROM json_each(?))
 
 
 def _bm25(conn: apsw.Connection, dataset_id: int, text: str, depth: int) -> list[int]:
-    rows = search_artifacts_fts(conn, dataset_id, text, limit=depth)
-    return _entries(conn, [r["artifact_id"] for r in rows])
+    limit = depth + _superseded_rows(conn, dataset_id)
+    rows = search_artifacts_fts(conn, dataset_id, text, limit=limit)
+    return _entries(conn, [r["artifact_id"] for r in rows])[:depth]
 
 
 def _vector(conn: apsw.Connection, dataset_id: int, vector: Vector, depth: int) -> list[int]:
+    k = min(_KNN_MAX, depth + _superseded_rows(conn, dataset_id))
     found = [
-        *vectors.knn(conn, dataset_id, "chunks", vector, depth),
-        *vectors.knn(conn, dataset_id, "summaries", vector, depth),
+        *vectors.knn(conn, dataset_id, "chunks", vector, k),
+        *vectors.knn(conn, dataset_id, "summaries", vector, k),
     ]
     found.sort(key=lambda n: n.distance)
     ids = [vectors.parse_vector_id(n.vector_id)[1] for n in found]
@@ -229,15 +249,11 @@ def search(
         side.start()
         try:
             rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
-        finally:
-            rankings["vector"] = side.result()
-    fused = fuse(rankings, rrf_k)
-    kinds = _kinds(conn, [key for key, _, _ in fused])  # type: ignore[misc]
-    chosen = [
-        (key, score, ranks)
-        for key, score, ranks in fused
-        if key in kinds and kinds[key]["superseded_by"] is None  # type: ignore[index]
-    ][:k]
+        except BaseException:
+            side.join()  # done with the second connection before the error goes up
+            raise
+        rankings["vector"] = side.result()
+    chosen = fuse(rankings, rrf_k)[:k]
     ids = json.dumps([key for key, _, _ in chosen])
     rows = {r["id"]: r for r in _rows(conn, _DETAILS, (ids,))}
     summaries = {
