@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -190,7 +190,6 @@ def evaluate_dataset(
     ks: Sequence[int] = KS,
     depth: int = 50,
     rrf_k: int = 60,
-    search_fn: Callable[..., list[Hit]] = search,
 ) -> list[EvalResult]:
     """failure@k of each method on the dataset, in `methods` order.
 
@@ -212,7 +211,7 @@ def evaluate_dataset(
         retrieved: list[int] = []
         for gold in queries:
             vector = None if method == "bm25" else query_vectors[gold.query]  # type: ignore[index]
-            hits = search_fn(
+            hits = search(
                 conn,
                 dataset,
                 gold.query,

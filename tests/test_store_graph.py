@@ -45,6 +45,18 @@ def vec(seed: int) -> list[float]:
     return [math.sin(seed + i) for i in range(DIMS)]
 
 
+def chunk_indexes(conn, document_id: int) -> list[int]:
+    """The chunk indexes a document has, ascending."""
+    return [
+        r["chunk_index"]
+        for r in conn.execute(
+            "SELECT chunk_index FROM gb_artifacts WHERE parent_id = ? "
+            "AND chunk_index IS NOT NULL ORDER BY chunk_index",
+            (document_id,),
+        )
+    ]
+
+
 def count(conn, sql: str, *params) -> int:
     return int(db.scalar(conn, sql, params))
 
@@ -300,9 +312,10 @@ def test_document_chunks_and_summaries(conn, ds: int) -> None:
     assert fts == "Notes > Work\n\n" + CHUNKS[0]
     assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", a.doc) == 0
     assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", b.doc) == 1
-    hits = artifacts.search_artifacts_fts(conn, ds, "Berlin moved", kinds=["document"])
-    assert [h["artifact_id"] for h in hits] == [a.chunks[2]]
-    assert artifacts.stored_chunk_indexes(conn, a.doc) == [0, 1, 2]
+    hits = artifacts.search_artifacts_fts(conn, ds, "Berlin moved")
+    assert [(h["artifact_id"], h["kind"]) for h in hits][0] == (a.chunks[2], "document")
+    assert [h["kind"] for h in hits[1:]] == ["chunk_summary"]  # the chunk's summary
+    assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert_vectors_consistent(conn, ds)
     assert integrity_problems(conn) == []
 
@@ -485,7 +498,7 @@ def test_forget_one_chunk_keeps_the_rest(conn, ds: int) -> None:
     assert (report.artifacts, report.chunks, report.summaries) == (2, 1, 1)
     assert graph.get_entity(conn, a.entities["Bob"]) is None
     assert graph.get_entity(conn, a.entities["Alice"]) is not None  # chunk 0 names her
-    assert artifacts.stored_chunk_indexes(conn, a.doc) == [0, 2]
+    assert chunk_indexes(conn, a.doc) == [0, 2]
     assert_vectors_consistent(conn, ds)
 
 
@@ -500,7 +513,7 @@ def test_forget_is_one_transaction(conn, ds: int) -> None:
     with pytest.raises(apsw.ConstraintError, match="refused"):
         artifacts.forget(conn, a.doc)
     assert conn.get_autocommit()
-    assert artifacts.stored_chunk_indexes(conn, a.doc) == [0, 1, 2]
+    assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert [s.held for s in vectors.vec_stats(conn, ds)] == held
     assert count(conn, "SELECT count(*) FROM gb_fts_artifacts") == 6
     # Inside a caller's transaction, rolling that back undoes the forget as well.

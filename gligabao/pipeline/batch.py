@@ -82,7 +82,7 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
             on_result(Result(name, LEFT if stopped else FAILED, error=exc, spend=spend))
             return
         except Exception as exc:  # not foreseen (a store error...): this input fails, not all
-            error = GbError(f"{name}: {type(exc).__name__}: {exc}")
+            error = GbError(llm.scrub(f"{name}: {type(exc).__name__}: {exc}"))
             error.__cause__ = exc
             on_result(Result(name, FAILED, error=error, spend=spend))
             return

@@ -95,7 +95,10 @@ class Writer:
                 artifact_id = (
                     stored["id"]
                     if stored
-                    else insert_chunk(self.conn, self.document["id"], piece.chunk)
+                    # With a context, indexed once below, context first.
+                    else insert_chunk(
+                        self.conn, doc["id"], piece.chunk, index_text=not piece.situating
+                    )
                 )
                 if piece.situating:
                     artifacts.insert_derived(
@@ -231,7 +234,12 @@ class Writer:
 
 
 def insert_chunk(
-    conn: apsw.Connection, document_id: int, chunk: Any, pending: tuple[str, ...] = ()
+    conn: apsw.Connection,
+    document_id: int,
+    chunk: Any,
+    pending: tuple[str, ...] = (),
+    *,
+    index_text: bool = True,
 ) -> int:
     """Store one chunk of a cut (gligabao.chunk.Chunk) under its document."""
     return artifacts.insert_chunk(
@@ -247,4 +255,5 @@ def insert_chunk(
         anchor=chunk.anchor,
         context=chunk.context or None,
         pending=pending,
+        index_text=index_text,
     )

@@ -47,7 +47,6 @@ __all__ = [
     "search_artifacts_fts",
     "set_pending",
     "set_superseded",
-    "stored_chunk_indexes",
     "update_status",
 ]
 
@@ -302,17 +301,6 @@ def find_by_source(conn: apsw.Connection, dataset_id: int, source: str) -> dict[
     )
 
 
-def stored_chunk_indexes(conn: apsw.Connection, document_id: int) -> list[int]:
-    """The chunk indexes a document already has, ascending (what a resume can skip)."""
-    rows = _rows(
-        conn,
-        """SELECT chunk_index FROM gb_artifacts
-           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
-        (document_id,),
-    )
-    return [r["chunk_index"] for r in rows]
-
-
 _SUMMARY_SQL = """SELECT a.*, m.name AS model, i.reasoning AS reasoning
     FROM gb_artifacts a
     LEFT JOIN gb_inferences i ON i.id = a.inference_id
@@ -449,22 +437,15 @@ def search_artifacts_fts(
     dataset_id: int,
     text: str,
     limit: int = 20,
-    *,
-    kinds: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Keyword hits over chunks (as embedded), summaries and unchunked documents:
     `artifact_id`, `kind` and bm25 `rank` (lower is better), best first."""
     match = fts_query(text)
     if match is None or limit <= 0:
         return []
-    kind_filter, params = "", [match, dataset_id]
-    if kinds is not None:
-        kind_filter = " AND kind IN (SELECT value FROM json_each(?))"
-        params.append(json.dumps(list(kinds)))
     return _rows(
         conn,
-        f"""SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
-            WHERE gb_fts_artifacts MATCH ? AND dataset_id = ?{kind_filter}
-            ORDER BY rank LIMIT ?""",
-        [*params, limit],
+        """SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
+           WHERE gb_fts_artifacts MATCH ? AND dataset_id = ? ORDER BY rank LIMIT ?""",
+        (match, dataset_id, limit),
     )
