@@ -545,7 +545,5 @@ async def _all_or_nothing(jobs) -> None:
     try:
         await asyncio.gather(*tasks)
     except BaseException:
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await _cancel(tasks)
         raise

@@ -15,7 +15,7 @@ import apsw
 
 from gligabao.pipeline.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
-from gligabao.store.db import now_iso, query_one, transaction
+from gligabao.store.db import query_one, transaction
 
 
 @dataclass
@@ -181,7 +181,7 @@ class Writer:
                 for ref, reason in plan.decisions.closes[j]:
                     closed = self._id(ref, self._edge_ids)
                     if closed and graph.close_edge(
-                        self.conn, closed, valid_at, now_iso(), by_edge_id=edge_id, reason=reason
+                        self.conn, closed, valid_at, by_edge_id=edge_id, reason=reason
                     ):
                         invalidated.append(
                             {
