@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -245,3 +247,62 @@ def test_missing_dataset_unremembered_source_and_bad_file(gb_cli, corpus) -> Non
 
     result = gb_cli("eval", "absent.jsonl")
     assert result.exit_code != 0 and "absent.jsonl" in result.stderr
+
+
+# ------------------------------------------------------------------ why vectors are skipped
+
+HERON = " ".join(f"The heron number {i} waits by the river for fish." for i in range(60))
+
+
+def _heron_queries() -> str:
+    Path("heron.txt").write_text(HERON)
+    start, end = _span("heron.txt", "The heron number 7 waits")
+    return _write_queries([{"query": "heron 7", "source": "heron.txt", "start": start, "end": end}])
+
+
+def test_eval_without_an_endpoint_never_imports_the_openai_sdk(gb_process, online, monkeypatch):
+    """Whether an embeddings endpoint is configured is read from the settings, as
+    gb search does; the SDK (~0.45 s) is only imported to embed queries."""
+    monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
+    path = _heron_queries()
+    remembered = gb_process("remember", "heron.txt", "--chunk-size", "64", "--quiet")
+    assert remembered.returncode == 0, remembered.stderr
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    code = (
+        "import atexit, sys; from gligabao.cli import main; "
+        "atexit.register(lambda: print('openai' in sys.modules, file=sys.stderr)); "
+        f"sys.argv = ['gb', 'eval', {path!r}, '--json']; main()"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert "no embeddings endpoint configured; vector and hybrid skipped" in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "False"
+
+
+def test_eval_and_search_give_the_same_reason_for_another_model(gb_cli, online, monkeypatch):
+    """One check decides why vectors cannot be used: a dataset embedded with another model
+    is named as such by both commands, even when no endpoint is configured either."""
+    monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
+    path = _heron_queries()
+    assert gb_cli("remember", "heron.txt", "--chunk-size", "64", "--quiet").exit_code == 0
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("GB_EMBEDDINGS_DIMENSIONS", "32")
+    result = gb_cli("eval", path, "--json")
+    assert result.exit_code == 0, result.stderr
+    assert "embedded with text-embedding-3-small (64), not the configured" in result.stderr
+    searched = gb_cli("search", "heron")
+    assert searched.exit_code == 5 and "64 dimensions" in searched.stderr
+
+
+def test_eval_names_the_datasets_there_are_and_creates_no_database(gb_cli, monkeypatch):
+    monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
+    path = _heron_queries()
+    result = gb_cli("eval", path)
+    assert result.exit_code == 6 and "no database at" in result.stderr
+    assert not Path("gb.db").exists()
+    assert gb_cli("remember", "heron.txt", "--dataset", "birds", "--quiet").exit_code == 0
+    result = gb_cli("eval", path, "--dataset", "fish")
+    assert result.exit_code == 1 and "no dataset named 'fish'" in result.stderr
+    assert "it has 'birds'" in result.stderr

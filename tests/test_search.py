@@ -220,8 +220,66 @@ def test_a_dataset_embedded_with_another_model_is_refused(gb_cli, online, monkey
 def test_bad_method_and_missing_dataset(gb_cli, monkeypatch) -> None:
     monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
     assert gb_cli("search", "x", "--method", "fuzzy").exit_code == 2
+    Path("notes.txt").write_text("The heron waits by the river.\n")
+    assert gb_cli("remember", "notes.txt", "--quiet", "--dataset", "birds").exit_code == 0
     result = gb_cli("search", "x", "--dataset", "nowhere")
-    assert result.exit_code != 0 and "nowhere" in result.stderr
+    assert result.exit_code == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert "'nowhere'" in line and "it has 'birds'" in line  # names what there is
+
+
+def test_search_without_a_database_creates_none(gb_cli) -> None:
+    result = gb_cli("search", "heron", "--db", "sub/typo.db")
+    assert result.exit_code == 6
+    (line,) = result.stderr.strip().splitlines()
+    assert "no database at sub/typo.db" in line and "gb remember" in line
+    assert not Path("sub").exists()
+
+
+def test_has_vectors_looks_for_one_row_and_never_counts(tmp_path: Path) -> None:
+    from gligabao.store import vectors
+    from gligabao.store.datasets import set_embedding
+
+    conn = open_db(tmp_path / "v.db")
+    ds = get_or_create_dataset(conn, "default")
+    assert not vectors.has_vectors(conn, ds.id)  # no vector tables yet
+    set_embedding(conn, ds.id, "m", 2)
+    assert not vectors.has_vectors(conn, ds.id)  # tables, no rows
+    vectors.upsert_vectors(conn, ds.id, "summaries", [vectors.summary_row(9, 8, 7, 0, [1, 0])])
+    statements: list[str] = []
+    conn.exec_trace = lambda _cursor, sql, _bindings: statements.append(sql) or True
+    assert vectors.has_vectors(conn, ds.id)
+    assert not vectors.has_vectors(conn, ds.id, ("chunks",))
+    conn.exec_trace = None
+    probes = [s for s in statements if "dataset-" in s]
+    assert probes and all("count(" not in s.lower() for s in probes)
+    assert all("_rowids" in s for s in probes)  # vec0's shadow table, not a scan
+    vectors.delete_vectors(conn, ds.id, "summaries", ["summary-9"])
+    assert not vectors.has_vectors(conn, ds.id)
+    # A vec0 build without the shadow table: one row of the index itself is looked for.
+    conn.execute('CREATE TABLE "dataset-7-chunks" (vector_id TEXT)')
+    assert not vectors.has_vectors(conn, 7)
+    conn.execute("""INSERT INTO "dataset-7-chunks" VALUES ('chunk-1')""")
+    assert vectors.has_vectors(conn, 7)
+
+
+def test_the_cli_leaves_depth_to_search(gb_cli, monkeypatch) -> None:
+    """search() already takes max(depth, k): the command passes search.depth as it is."""
+    import gligabao.cli.search as cli_search
+
+    seen: dict = {}
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(cli_search, "search", spy)
+    monkeypatch.setenv("GB_SEARCH_DEPTH", "5")
+    Path("notes.txt").write_text("The heron waits by the river.\n")
+    assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
+    result = gb_cli("search", "heron", "-k", "20", "--method", "bm25", "--json")
+    assert result.exit_code == 0, result.stderr
+    assert seen["depth"] == 5 and seen["k"] == 20
 
 
 @needs_corpus

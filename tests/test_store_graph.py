@@ -313,7 +313,7 @@ def test_document_chunks_and_summaries(conn, ds: int) -> None:
     assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", a.doc) == 0
     assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", b.doc) == 1
     hits = artifacts.search_artifacts_fts(conn, ds, "Berlin moved")
-    assert [(h["artifact_id"], h["kind"]) for h in hits][0] == (a.chunks[2], "document")
+    assert (hits[0]["artifact_id"], hits[0]["kind"]) == (a.chunks[2], "document")
     assert [h["kind"] for h in hits[1:]] == ["chunk_summary"]  # the chunk's summary
     assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert_vectors_consistent(conn, ds)

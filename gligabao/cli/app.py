@@ -27,10 +27,11 @@ Examples:
 """
 
 EPILOG = """\
-Exit codes: 0 success; 1 failure while working (LLM, network, store); 2 usage error;
-3 an input was refused (too large, empty, not UTF-8, NUL bytes, missing); 4 partial:
-some inputs failed or were left by --max-cost, the others succeeded; 5 configuration
-error; 6 database unusable (locked, not a database); 130 interrupted.
+Exit codes: 0 success; 1 failure while working (LLM, network, store), or gb status:
+a file not in sync; 2 usage error; 3 an input was refused (too large, empty, not UTF-8,
+NUL bytes, missing); 4 partial: some inputs failed or were left by --max-cost, the
+others succeeded; 5 configuration error; 6 database unusable (locked, not a database,
+another program's) or none yet (only gb remember creates one); 130 interrupted.
 """
 
 app = typer.Typer(
@@ -95,8 +96,38 @@ def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
     return config
 
 
-def open_store(config: Config) -> Any:
-    """The database the configuration names, waiting `busy_timeout` for other writers."""
+def open_store(config: Config, *, create: bool = True) -> Any:
+    """The database the configuration names, waiting `busy_timeout` for other writers.
+
+    Only `gb remember` creates it: every other command passes create=False, so a typo in
+    --db is one line (exit 6) rather than a new empty database, and another program's
+    SQLite file is refused rather than given gligabao's tables.
+    """
     from gligabao.store import open_db
 
-    return open_db(config["database"], busy_timeout_ms=int(config["busy_timeout"] * 1000))
+    return open_db(
+        config["database"], busy_timeout_ms=int(config["busy_timeout"] * 1000), create=create
+    )
+
+
+def dataset_named(config: Config) -> str | None:
+    """The dataset --dataset, GB_DATASET or the config file names; None when only the
+    default applies (`gb list` and `gb stats` then cover every dataset)."""
+    return None if config.sources.get("dataset", "default") == "default" else config["dataset"]
+
+
+def require_dataset(conn: Any, name: str) -> Any:
+    """The dataset called `name`; if there is none, the error names the ones there are."""
+    from gligabao.store import datasets
+    from gligabao.store.errors import NotFound
+
+    found = datasets.find_dataset(conn, name)
+    if found is not None:
+        return found
+    names = [d.name for d in datasets.list_datasets(conn)]
+    there = (
+        "it has " + ", ".join(repr(n) for n in names)
+        if names
+        else "it has none yet (gb remember --dataset NAME makes one)"
+    )
+    raise NotFound(f"no dataset named {name!r} in {conn.path}; {there}")

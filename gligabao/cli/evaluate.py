@@ -10,12 +10,11 @@ from rich.text import Text
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store
-from gligabao.cli.search import _has_vectors
+from gligabao.cli.app import command, configure, open_store, require_dataset
+from gligabao.cli.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
 from gligabao.config import Config
 from gligabao.evaluate import EVAL_METHODS, KS, EvalResult, evaluate_dataset, read_queries
 from gligabao.store import datasets
-from gligabao.store.errors import NotFound
 
 _BATCH = 64  # queries per embeddings request
 
@@ -49,18 +48,19 @@ def _embed_all(config: Config, texts: list[str]) -> dict[str, list[float]]:
     return asyncio.run(run())
 
 
-def _vector_skip(config: Config, conn, dataset: datasets.Dataset, online: bool) -> str | None:
-    """Why vector and hybrid cannot run on the dataset, or None."""
-    if not _has_vectors(conn, dataset):
+def _vector_skip(config: Config, conn, dataset: datasets.Dataset) -> str | None:
+    """Why vector and hybrid cannot run on the dataset, in a table's words, or None."""
+    obstacle = vector_obstacle(config, conn, dataset)
+    if obstacle == NO_VECTORS:
         return "dataset has no vectors"
-    if not online:
-        return "no embeddings endpoint configured"
-    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
-    if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):
+    if obstacle == OTHER_MODEL:
+        model, dims = config["embeddings.model"], config["embeddings.dimensions"]
         return (
             f"embedded with {dataset.embedding_model} ({dataset.embedding_dimensions}), "
             f"not the configured {model} ({dims})"
         )
+    if obstacle == NO_ENDPOINT:
+        return "no embeddings endpoint configured"
     return None
 
 
@@ -112,20 +112,9 @@ def eval_command(
     config = configure(config_path, {"database": db})
     queries = read_queries(queries_path)
     names = list(dict.fromkeys(dataset or [config["dataset"]]))
-    conn = open_store(config)
-    found: list[datasets.Dataset] = []
-    for name in names:
-        ds = datasets.find_dataset(conn, name)
-        if ds is None:
-            raise NotFound(
-                f"no dataset named {name!r} in this database (gb list shows what is there)"
-            )
-        found.append(ds)
-
-    from gligabao.llm import LLM
-
-    online = LLM(config).embeddings_available
-    skips = {ds.name: _vector_skip(config, conn, ds, online) for ds in found}
+    conn = open_store(config, create=False)
+    found = [require_dataset(conn, name) for name in names]
+    skips = {ds.name: _vector_skip(config, conn, ds) for ds in found}
     vectors = None
     if any(reason is None for reason in skips.values()):
         vectors = _embed_all(config, [q.query for q in queries])  # once, for every dataset

@@ -41,6 +41,13 @@ Dataset = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--dataset", help="Namespace of documents, graph and vectors (default: default)."),
 ]
+DatasetFilter = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--dataset",
+        help="Only this dataset (else GB_DATASET or config `dataset`; default: every dataset).",
+    ),
+]
 Concurrency = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--concurrency", help="LLM requests in flight at once (default 8)."),

@@ -8,26 +8,25 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store
+from gligabao.cli.app import command, configure, dataset_named, open_store, require_dataset
 from gligabao.discover import discover
 from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.inputs import read_source
-from gligabao.pipeline.status import IN_SYNC, sync_status
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
-from gligabao.store.errors import NotFound
 
 
 def _open(config_path: str | None, db: str | None, dataset: str | None = None):
+    """The configuration and the existing database (never created here: exit 6 if none)."""
     config = configure(config_path, {"database": db, "dataset": dataset})
-    return config, open_store(config)
+    return config, open_store(config, create=False)
 
 
-def _dataset_id(conn, name: str) -> int:
-    found = datasets.find_dataset(conn, name)
-    if found is None:
-        raise NotFound(f"no dataset named {name!r} in this database (gb list shows what is there)")
-    return found.id
+def _filter_id(config, conn) -> int | None:
+    """The id of the dataset named by --dataset, GB_DATASET or the config file; None
+    (every dataset) when none is named."""
+    name = dataset_named(config)
+    return None if name is None else require_dataset(conn, name).id
 
 
 @command("show")
@@ -52,18 +51,18 @@ def show(
 @command("list")
 def list_documents(
     db: options.Db = None,
-    dataset: options.Dataset = None,
+    dataset: options.DatasetFilter = None,
     every: bool = typer.Option(False, "--all", help="Also list superseded versions."),
     limit: int = typer.Option(50, "--limit", "-n", help="How many, newest first."),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """List the documents remembered, newest first.
+    """List the documents remembered, newest first, of every dataset unless one is named.
 
     Example: gb list --dataset default -n 20
     """
     config, conn = _open(config_path, db, dataset)
-    dataset_id = _dataset_id(conn, config["dataset"]) if dataset else None
+    dataset_id = _filter_id(config, conn)
     rows = artifacts.list_documents(conn, dataset_id, include_superseded=every, limit=limit)
     if as_json:
         for row in rows:
@@ -95,16 +94,17 @@ def forget_document(
 @command("stats")
 def show_stats(
     db: options.Db = None,
-    dataset: options.Dataset = None,
+    dataset: options.DatasetFilter = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Count documents, chunks, summaries, entities, facts, LLM calls, tokens and cost.
+    """Count documents, chunks, summaries, entities, facts, LLM calls, tokens and cost,
+    of every dataset unless one is named.
 
     Example: gb stats --json
     """
     config, conn = _open(config_path, db, dataset)
-    dataset_id = _dataset_id(conn, config["dataset"]) if dataset else None
+    dataset_id = _filter_id(config, conn)
     counts = stats.stats(conn, dataset_id)
     if as_json:
         render.json_line(dataclasses.asdict(counts))
@@ -124,7 +124,7 @@ def vec_stats(
     Example: gb vec-stats
     """
     config, conn = _open(config_path, db, dataset)
-    rows = vectors.vec_stats(conn, _dataset_id(conn, config["dataset"]))
+    rows = vectors.vec_stats(conn, require_dataset(conn, config["dataset"]).id)
     if as_json:
         for row in rows:
             render.json_line(dataclasses.asdict(row))
@@ -182,17 +182,24 @@ def status(
         "mode": mode,
         "tokenizer": tokenizer,
     }
+    # Here, not at the top: it loads the remember pipeline, which no other command needs.
+    from gligabao.pipeline.status import IN_SYNC, sync_status
+
     config = configure(config_path, flags)
-    conn = open_store(config)
     settings = config.chunk_settings()
-    found = datasets.find_dataset(conn, config["dataset"])
     names = discover(paths or [], recursive=recursive, globs=glob or ()).inputs
     if not names:
         raise UsageError("name the files to check (or -r FOLDER)")
+    conn, dataset_id = None, None
     worst = ExitCode.OK
     for name in names:
         try:
-            result = sync_status(conn, read_source(name), found and found.id, settings)
+            source = read_source(name)
+            if conn is None:  # once a file is read: a missing file alone is still exit 3
+                conn = open_store(config, create=False)
+                found = datasets.find_dataset(conn, config["dataset"])
+                dataset_id = found and found.id
+            result = sync_status(conn, source, dataset_id, settings)
         except InputError as exc:
             render.error(str(exc))
             worst = ExitCode.BAD_INPUT

@@ -10,44 +10,56 @@ from rich.text import Text
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store
+from gligabao.cli.app import command, configure, open_store, require_dataset
 from gligabao.config import Config
 from gligabao.errors import ConfigError, UsageError
 from gligabao.llm.endpoint import Endpoints
 from gligabao.search import METHODS, Hit, search
 from gligabao.store import datasets, vectors
-from gligabao.store.db import scalar
-from gligabao.store.errors import NotFound
 
 _WORD = re.compile(r"\w+")
 
+# Why a dataset's vectors cannot be searched (see vector_obstacle).
+NO_VECTORS = "no vectors"
+OTHER_MODEL = "other model"
+NO_ENDPOINT = "no endpoint"
 
-def _has_vectors(conn, dataset: datasets.Dataset) -> bool:
-    if dataset.embedding_model is None or not vectors.has_vector_tables(conn, dataset.id):
-        return False
-    for index_name in ("chunks", "summaries"):
-        table = vectors.table_name(dataset.id, index_name)
-        if scalar(conn, f'SELECT count(*) FROM "{table}"'):
-            return True
-    return False
+
+def vector_obstacle(config: Config, conn, dataset: datasets.Dataset) -> str | None:
+    """Why vector search cannot run on `dataset`, or None when it can.
+
+    NO_VECTORS: none stored in its chunk or summary indexes; OTHER_MODEL: they were made
+    with another model or dimensions than embeddings.*, so a query's would not compare;
+    NO_ENDPOINT: no embeddings endpoint to embed the query. Checked in that order, with
+    no network call and no openai import. `gb search` and `gb eval` each say it their way.
+    """
+    if dataset.embedding_model is None or not vectors.has_vectors(conn, dataset.id):
+        return NO_VECTORS
+    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
+    if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):
+        return OTHER_MODEL
+    if not Endpoints.from_config(config).embeddings_available:
+        return NO_ENDPOINT
+    return None
 
 
 def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str) -> str:
     """The method to run: bm25 (with a notice) when vectors cannot be searched."""
     if method == "bm25":
         return method
-    if not _has_vectors(conn, dataset):
+    obstacle = vector_obstacle(config, conn, dataset)
+    if obstacle == NO_VECTORS:
         render.notice(f"dataset '{dataset.name}' has no vectors; searching by BM25 only")
         return "bm25"
-    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
-    if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):
+    if obstacle == OTHER_MODEL:
+        model, dims = config["embeddings.model"], config["embeddings.dimensions"]
         raise ConfigError(
             f"dataset '{dataset.name}' was embedded with {dataset.embedding_model} "
             f"({dataset.embedding_dimensions} dimensions), but embeddings.model is {model} "
             f"({dims}); set embeddings.model and embeddings.dimensions to the dataset's, "
             "or search with --method bm25"
         )
-    if not Endpoints.from_config(config).embeddings_available:
+    if obstacle == NO_ENDPOINT:
         render.notice(
             "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY); "
             "searching by BM25 only"
@@ -104,11 +116,8 @@ def search_command(
     if k <= 0:
         raise UsageError(f"-k must be positive, not {k}")
     config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config)
-    found = datasets.find_dataset(conn, config["dataset"])
-    if found is None:
-        name = config["dataset"]
-        raise NotFound(f"no dataset named {name!r} in this database (gb list shows what is there)")
+    conn = open_store(config, create=False)
+    found = require_dataset(conn, config["dataset"])
     method = _choose_method(config, conn, found, method)
     from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
 
@@ -119,7 +128,7 @@ def search_command(
         method=method,
         k=k,
         query_vector=None if method == "bm25" else lambda: embed_query(config, query),
-        depth=max(config["search.depth"], k),
+        depth=config["search.depth"],  # search() takes at least k from each method
         rrf_k=config["search.rrf_k"],
     )
     if as_json:

@@ -22,7 +22,7 @@ import apsw
 from gligabao.chunk import ChunkSettings, Cut, cut
 from gligabao.inputs import Source
 from gligabao.store import artifacts, datasets
-from gligabao.store.db import query, translate_errors
+from gligabao.store.db import dict_row, query, translate_errors
 from gligabao.store.errors import DatabaseError
 
 IN_SYNC = "in sync"
@@ -152,7 +152,7 @@ def stored_contexts(
         raise DatabaseError(f"cannot open database {name}: {exc}") from None
     try:
         conn.set_busy_timeout(busy_timeout_ms)
-        conn.set_row_trace(_dict_row)
+        conn.set_row_trace(dict_row)
         with translate_errors(conn):  # locked, not a database, corrupt: one line each
             conn.execute("PRAGMA query_only=ON")
             found = datasets.find_dataset(conn, dataset)
@@ -161,7 +161,3 @@ def stored_contexts(
         raise DatabaseError(f"cannot read database {name}: {exc}") from None
     finally:
         conn.close()
-
-
-def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))

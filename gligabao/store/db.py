@@ -21,13 +21,15 @@ from typing import Any
 
 import apsw
 
-from gligabao.store.errors import DatabaseBusy, DatabaseError, SchemaTooNew
+from gligabao.store.errors import DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
 
 __all__ = [
     "Connection",
     "DatabaseBusy",
     "DatabaseError",
+    "NoDatabase",
     "SchemaTooNew",
+    "dict_row",
     "integrity_problems",
     "now_iso",
     "open_db",
@@ -60,7 +62,7 @@ class Connection(apsw.Connection):
         if self.path in ("", ":memory:"):
             return self
         if self._sibling is None:
-            self._sibling = open_db(self.path, busy_timeout_ms=self.busy_timeout_ms)
+            self._sibling = open_db(self.path, busy_timeout_ms=self.busy_timeout_ms, create=False)
         return self._sibling
 
     def close(self, force: bool = False) -> None:
@@ -87,28 +89,46 @@ def _sqlite_vec_path() -> str:
     return os.path.join(next(iter(spec.submodule_search_locations)), "vec0")
 
 
-def _dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
+def dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))
 
 
-def open_db(path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000) -> Connection:
-    """Open (creating if needed) the database at `path`, ready to use.
+def open_db(
+    path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000, create: bool = True
+) -> Connection:
+    """Open the database at `path`, ready to use; create it (and its folder) if needed.
 
     Loads sqlite-vec, turns on WAL (a cron job and a person can share the file), foreign
     keys and a busy timeout, then applies any pending schema migrations.
+
+    With `create=False` (every command that only reads or deletes) nothing is created:
+    no file, no folder, and no schema written into a file that is not already gligabao's.
+    A missing or empty file raises NoDatabase; an SQLite file that holds other tables and
+    no `gb_migrations` (another program's) raises DatabaseError before anything is
+    written to it, WAL mode included. A gligabao database with an older schema is
+    migrated as always.
     """
     from gligabao.store.migrations import migrate  # migrations imports this module
 
     name = os.fspath(path)
     memory = name == ":memory:" or name == ""
-    if not memory:
+    flags = apsw.SQLITE_OPEN_READWRITE
+    if create or memory:
+        flags |= apsw.SQLITE_OPEN_CREATE
+    if not memory and create:
         try:
             Path(name).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DatabaseError(f"cannot create the folder of {name}: {exc.strerror}") from None
+    elif not memory and not os.path.lexists(name):
+        raise NoDatabase(name)
     try:
-        conn = Connection(name)
+        # Without SQLITE_OPEN_CREATE a file removed since the check above is an error
+        # here, never a new empty database.
+        conn = Connection(name, flags=flags)
     except apsw.CantOpenError as exc:
+        if not create and not os.path.lexists(name):
+            raise NoDatabase(name) from None
         raise DatabaseError(f"cannot open database {name}: {exc}") from None
     conn.path = name
     conn.busy_timeout_ms = busy_timeout_ms
@@ -121,8 +141,10 @@ def open_db(path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000) -> C
         # Nothing else may load code into this process through SQL.
         conn.enable_load_extension(False)
         conn.set_busy_timeout(busy_timeout_ms)
-        conn.set_row_trace(_dict_row)
+        conn.set_row_trace(dict_row)
         with translate_errors(conn):
+            if not create and not memory:
+                _check_ours(conn)  # before WAL: that too would write to the file
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA foreign_keys=ON")
             conn.execute("PRAGMA synchronous=NORMAL")
@@ -135,6 +157,25 @@ def open_db(path: str | os.PathLike[str], *, busy_timeout_ms: int = 10_000) -> C
         conn.close()
         raise
     return conn
+
+
+def _check_ours(conn: Connection) -> None:
+    """Refuse, writing nothing, a file that holds no gligabao database: an empty one
+    (NoDatabase) or another program's SQLite file (one with tables, no gb_migrations)."""
+    row = query_one(
+        conn,
+        """SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'gb_migrations') AS ours,
+                  EXISTS (SELECT 1 FROM sqlite_master) AS anything""",
+    )
+    assert row is not None
+    if row["ours"]:
+        return
+    if not row["anything"]:
+        raise NoDatabase(conn.path, " (the file is empty)")
+    raise DatabaseError(
+        f"{conn.path} is an SQLite database but not a gligabao one (it has other tables "
+        "and no gb_migrations); check --db"
+    )
 
 
 @contextmanager

@@ -12,6 +12,7 @@ __all__ = [
     "DatabaseBusy",
     "DatabaseError",
     "EmbeddingMismatch",
+    "NoDatabase",
     "NotFound",
     "SchemaTooNew",
 ]
@@ -27,6 +28,15 @@ class DatabaseBusy(DatabaseError):
         )
         self.path = path
         self.waited_ms = waited_ms
+
+
+class NoDatabase(DatabaseError):
+    """There is no gligabao database at the path yet (no file, or an empty one), and the
+    command only uses one: it is never created by a command that only reads."""
+
+    def __init__(self, path: str, detail: str = "") -> None:
+        super().__init__(f"there is no database at {path} yet{detail}; `gb remember` creates it")
+        self.path = path
 
 
 class SchemaTooNew(DatabaseError):

