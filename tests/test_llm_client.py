@@ -211,6 +211,8 @@ def test_model_and_reasoning_per_stage(srv: LLMServer) -> None:
     assert body["model"] == "gpt-4o"
     assert body["reasoning_effort"] == "high"
     assert body["max_completion_tokens"] == 512 + REASONING_HEADROOM["high"]
+    # What --max-cost reserves for: the limit sent, for each answer the call may pay for.
+    assert llm.chat_limits(summarize_chunk_request(CHUNK)) == (2, body["max_completion_tokens"])
     assert answer.inference.model == "gpt-4o-2024-07-18"
     assert answer.inference.requested_model == "gpt-4o"
     assert answer.inference.reasoning == "high"
@@ -357,6 +359,31 @@ def test_a_bad_answer_once_is_asked_again(srv: LLMServer) -> None:
     answer = run(chat(make_llm(srv), summarize_chunk_request(CHUNK)))
     assert answer.inference.attempts == 2
     assert answer.value["summary"]
+
+
+def test_every_answer_paid_for_is_in_the_inference(srv: LLMServer, tmp_path: Path) -> None:
+    path = tmp_path / "gligabao.toml"
+    path.write_text('[prices]\n"gpt-4o-mini" = { input = 1.0, output = 2.0 }\n')
+    request = summarize_chunk_request(CHUNK)
+    one = run(chat(make_llm(srv, path), request)).inference
+    rejected = 5  # the test server's off-schema answer, {"unexpected": true}, in tokens
+
+    srv.add_fault(Fault(kind="invalid", stage="summarize_chunk"))
+    both = run(chat(make_llm(srv, path), request)).inference
+    assert (both.input_tokens, both.output_tokens) == (
+        2 * one.input_tokens,
+        one.output_tokens + rejected,
+    )
+    assert both.cost == pytest.approx((both.input_tokens + 2 * both.output_tokens) / 1e6)
+
+    # Failed after a paid answer: the error carries what was paid.
+    srv.add_fault(Fault(kind="invalid", stage="summarize_chunk"))
+    srv.add_fault(Fault(kind="500", stage="summarize_chunk", times=-1))
+    with pytest.raises(LLMError) as caught:
+        run(chat(make_llm(srv, path), request))
+    assert caught.value.status == 500
+    paid = caught.value.inference
+    assert (paid.input_tokens, paid.output_tokens) == (one.input_tokens, rejected)
 
 
 def test_blank_summary_is_an_error(srv: LLMServer) -> None:

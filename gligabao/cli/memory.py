@@ -135,7 +135,7 @@ def remember_command(
     budget = None
     if max_cost is not None:
         budget = Budget(config, max_cost)
-        missing = budget.missing_prices(("extract_graph", "summarize_chunk", "resolve"))
+        missing = budget.missing_prices()
         if missing:
             raise ConfigError(
                 f"--max-cost needs a price for every model it may call; add [prices] entries "

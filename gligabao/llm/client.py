@@ -58,7 +58,7 @@ log = logging.getLogger("gligabao.llm")
 # Reasoning tokens count against max_completion_tokens: without headroom a 512-token
 # summary at reasoning "high" would be cut off before it starts.
 REASONING_HEADROOM = {"none": 0, "low": 2048, "medium": 8192, "high": 16384}
-ANSWER_RETRIES = 1  # a malformed, empty or off-schema answer is asked for once more
+ANSWER_RETRIES = 1  # a malformed, empty or off-schema answer is asked for once more (and paid)
 _REFUSALS = (
     "not supported",
     "unsupported",
@@ -87,6 +87,18 @@ class Inference:
     answer: str | None  # the validated answer as JSON text; None for embeddings
     attempts: int = 1
 
+    def plus(self, later: Inference) -> Inference:
+        """``later`` with this one's tokens and cost added: a chat whose first answer was
+        unusable pays for both, and is one record of what it paid."""
+        cost = None if self.cost is None or later.cost is None else self.cost + later.cost
+        return replace(
+            later,
+            input_tokens=self.input_tokens + later.input_tokens,
+            output_tokens=self.output_tokens + later.output_tokens,
+            cached_tokens=self.cached_tokens + later.cached_tokens,
+            cost=cost,
+        )
+
 
 @dataclass(frozen=True)
 class Answer:
@@ -105,6 +117,12 @@ class Embeddings:
 
 def _dump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def output_limit(request: ChatRequest, reasoning: str) -> int:
+    """The output tokens a chat request is sent with (its max_completion_tokens), and so
+    the most one answer to it can bill: the answer's own budget and the reasoning's."""
+    return request.max_output_tokens + REASONING_HEADROOM[reasoning]
 
 
 def _prompt_mode(request: ChatRequest) -> list[dict[str, str]]:
@@ -153,6 +171,7 @@ class LLM:
         self.backoff_base = backoff_base
         self.backoff_cap = backoff_cap
         self.max_retries: int = config["llm.max_retries"]
+        self.answer_retries = min(ANSWER_RETRIES, self.max_retries)
         self.timeout: float = config["llm.timeout"]
         self.concurrency: int = config["concurrency"]
 
@@ -252,17 +271,28 @@ class LLM:
 
     # ---- chat
 
-    async def chat(self, request: ChatRequest) -> Answer:
-        """Send one stage's request and return its validated answer with its inference."""
+    def chat_limits(self, request: ChatRequest) -> tuple[int, int]:
+        """The most one `chat` of ``request`` can pay for: (answers, output tokens each).
+        An unusable answer is asked for again, and both answers are billed."""
+        reasoning = self.config.reasoning_for(request.stage)
+        return 1 + self.answer_retries, output_limit(request, reasoning)
+
+    async def chat(self, request: ChatRequest, key: str | None = None) -> Answer:
+        """Send one stage's request and return its validated answer with its inference.
+
+        ``key`` is the request's hash when the caller has it already. The inference counts
+        the tokens and cost of every answer paid for, an unusable one asked again included;
+        a failure after a paid answer carries them as ``LLMError.inference``."""
         stage = request.stage
         model = self.config.model_for(stage)
         reasoning = self.config.reasoning_for(stage)
         self._require(self.available, stage, model)
+        key = key or self.request_hash(request)
         attempts = 0
         bad_answers = 0
+        paid: Inference | None = None  # what the unusable answers so far cost
         while True:
             lenient = self._lenient
-            key = self.request_hash(request)
             kwargs = self._chat_kwargs(request, model, reasoning, lenient)
             try:
                 response, tries, duration_ms = await self._call(
@@ -274,16 +304,21 @@ class LLM:
             except LLMError as err:
                 if self._adapt(err, lenient, kwargs):
                     continue  # the same request again, in the mode the server takes
+                if err.inference is None:
+                    err.inference = paid
                 raise
             attempts += tries
             inference = self._chat_inference(
                 stage, model, reasoning, response, duration_ms, key, attempts
             )
+            if paid is not None:
+                inference = paid.plus(inference)
             value, problem, retry = self._read_answer(request, response, lenient)
             if problem is None:
                 return Answer(value, replace(inference, answer=_dump(value)))
-            if retry and bad_answers < min(ANSWER_RETRIES, self.max_retries):
+            if retry and bad_answers < self.answer_retries:
                 bad_answers += 1
+                paid = inference
                 log.info("%s (%s): %s; asking again", stage, model, problem)
                 continue
             raise LLMError(stage, model, problem, inference=inference)
@@ -294,7 +329,7 @@ class LLM:
         kwargs: dict[str, Any] = {
             "model": model,
             "messages": _prompt_mode(request) if lenient else [dict(m) for m in request.messages],
-            self._max_tokens_param: request.max_output_tokens + REASONING_HEADROOM[reasoning],
+            self._max_tokens_param: output_limit(request, reasoning),
         }
         if reasoning != "none":  # 'none' sends nothing: most models take no such parameter
             kwargs["reasoning_effort"] = reasoning

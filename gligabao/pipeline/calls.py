@@ -3,6 +3,7 @@
 Each answer is written to gb_inferences the moment it arrives, with the hash of its
 request (R11), in a short transaction of its own: a run that fails later keeps what it
 paid for, and the next run of the same input finds the answer instead of asking again.
+A call whose answer was rejected is recorded too (without an answer), with what it cost.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from gligabao.chunk import ESTIMATOR
-from gligabao.config import Config
+from gligabao.config import STAGES, Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.llm import ChatRequest, LLMError, load_answer
+from gligabao.llm import EMBED_STAGE, ChatRequest, LLMError, load_answer
 from gligabao.store import inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -73,11 +74,12 @@ class BudgetReached(GbError):
 class Budget:
     """--max-cost: a call is made only if, at the most it can cost, the total stays within.
 
-    Each call reserves its worst case (its prompt estimated generously, its whole output
-    budget) before it starts and settles at what it cost, so calls running at once can
-    never pass the limit together. A call that does not fit waits while others hold
-    reservations (they usually settle for less), and the budget is reached only when it
-    does not fit with nothing held.
+    Each call reserves its worst case (its prompt estimated generously, and its whole
+    output limit, reasoning headroom included, for each answer it may pay for) before it
+    starts and settles at what it cost, so calls running at once can never pass the limit
+    together. A call that does not fit waits while others hold reservations (they usually
+    settle for less), and the budget is reached only when it does not fit with nothing
+    held.
     """
 
     def __init__(self, config: Config, limit: float) -> None:
@@ -89,16 +91,28 @@ class Budget:
         self._settled = asyncio.Condition()
         self.reached = False
 
-    def missing_prices(self, stages: tuple[str, ...]) -> list[str]:
-        """Models the budget could not price: it needs [prices] for each one in use."""
-        models = {self.config.model_for(s) for s in stages} | {self.config["embeddings.model"]}
+    def stages(self) -> tuple[str, ...]:
+        """The stages a `gb remember` run calls with this configuration."""
+        contextual = self.config["contextual"]
+        chat = tuple(s for s in STAGES if contextual or s != "contextualize_chunk")
+        return (*chat, EMBED_STAGE)
+
+    def missing_prices(self) -> list[str]:
+        """Models the budget could not price: it needs [prices] for each one a run calls."""
+        models = {
+            self.config["embeddings.model"] if s == EMBED_STAGE else self.config.model_for(s)
+            for s in self.stages()
+        }
         return sorted(m for m in models if m not in self.config.prices)
 
-    async def reserve(self, model: str, prompt: str, max_output_tokens: int) -> float:
-        """Hold a call's worst cost; wait while other calls' holds may free enough room."""
+    async def reserve(
+        self, model: str, prompt: str, max_output_tokens: int, answers: int = 1
+    ) -> float:
+        """Hold a call's worst cost, ``answers`` times ``prompt`` in and ``max_output_tokens``
+        out; wait while other calls' holds may free enough room."""
         price = self.config.prices.get(model)
         tokens = int(ESTIMATOR.count(prompt) * _PROMPT_MARGIN) + 16
-        worst = price.cost(tokens, max_output_tokens) if price else 0.0
+        worst = answers * price.cost(tokens, max_output_tokens) if price else 0.0
         async with self._settled:
             while self.spent + self._reserved + worst > self.limit:
                 if self.reached or not self._holds:
@@ -142,15 +156,25 @@ class Calls:
         key = self.llm.request_hash(request)
         cached = inferences.find_answer(self.conn, key)
         if cached is not None:
-            self.spend.reused += 1
-            reasoning = self.llm.config.reasoning_for(request.stage)
-            value = load_answer(request, cached.answer)
-            return Asked(value, cached.inference_id, cached.model_name, reasoning, True)
+            try:
+                value = load_answer(request, cached.answer)
+            except ValueError:
+                pass  # it no longer fits the request's schema: asked for again below
+            else:
+                self.spend.reused += 1
+                reasoning = self.llm.config.reasoning_for(request.stage)
+                return Asked(value, cached.inference_id, cached.model_name, reasoning, True)
         prompt = "\n".join(m["content"] for m in request.messages)
         model = self.llm.config.model_for(request.stage)
-        async with self._budgeted(model, prompt, request.max_output_tokens) as paid:
-            answer = await self.llm.chat(request)
-            paid.append(answer.inference.cost)
+        answers, max_output = self.llm.chat_limits(request)
+        try:
+            async with self._budgeted(model, prompt, max_output, answers) as paid:
+                answer = await self.llm.chat(request, key)
+                paid.append(answer.inference.cost)
+        except LLMError as exc:  # a rejected answer was paid for all the same
+            if exc.inference is not None:
+                self._record(exc.inference)
+            raise
         inference_id = self._record(answer.inference)
         return Asked(
             answer.value, inference_id, answer.inference.model, answer.inference.reasoning, False
@@ -167,13 +191,13 @@ class Calls:
         return result.vectors
 
     @contextlib.asynccontextmanager
-    async def _budgeted(self, model: str, prompt: str, max_output: int):
+    async def _budgeted(self, model: str, prompt: str, max_output: int, answers: int = 1):
         """Reserve a call's worst cost in the budget, settle at what it cost."""
         paid: list[float | None] = []
         if self.budget is None:
             yield paid
             return
-        reserved = await self.budget.reserve(model, prompt, max_output)
+        reserved = await self.budget.reserve(model, prompt, max_output, answers)
         try:
             yield paid
         except LLMError as exc:  # a rejected answer may still have been billed
