@@ -149,6 +149,7 @@ def _table(title: str, *columns: str) -> Table:
 
 _TEXT_COLUMNS = {
     "source",
+    "dataset",
     "summary",
     "name",
     "fact",
@@ -251,12 +252,22 @@ def document_view(doc: dict[str, Any]) -> None:
 
 def documents_table(rows: list[dict[str, Any]]) -> None:
     table = _table(
-        "documents", "id", "source", "kind", "chunks", "tokens", "status", "pending", "created"
+        "documents",
+        "id",
+        "dataset",
+        "source",
+        "kind",
+        "chunks",
+        "tokens",
+        "status",
+        "pending",
+        "created",
     )
     for row in rows:
         _row(
             table,
             str(row["id"]),
+            row["dataset"],
             row["source"] or "—",
             row["kind"],
             f"{row['chunks_stored']}/{row['chunk_count'] or 0}",

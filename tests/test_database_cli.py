@@ -212,3 +212,16 @@ def test_the_readme_exit_codes_match_what_gb_does() -> None:
     assert "gb status" in table[ExitCode.FAILURE]  # a file not in sync
     assert "gb status" in table[ExitCode.BAD_INPUT]  # a file it cannot read
     assert "no database" in table[ExitCode.DATABASE] and "gb remember" in table[6]
+
+
+def test_the_list_table_says_which_dataset_each_document_is_in(gb_cli) -> None:
+    _two_datasets(gb_cli)
+    by_id = {
+        json.loads(line)["id"]: Path(json.loads(line)["source"]).name
+        for line in gb_cli("list", "--json").stdout.splitlines()
+    }
+    result = gb_cli("list")
+    assert result.exit_code == 0, result.stderr
+    cells = [line.split("│") for line in result.stdout.splitlines() if line.startswith("│")]
+    shown = sorted((by_id[int(c[1])], c[2].strip()) for c in cells if c[1].strip())
+    assert shown == [("a.txt", "one"), ("b.txt", "two")]
