@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
+
+if TYPE_CHECKING:
+    from gligabao.evaluate import EvalResult
+    from gligabao.search import Hit
 
 stdout = Console(highlight=False, soft_wrap=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -436,3 +442,61 @@ class BatchProgress:
     def __exit__(self, *exc: object) -> None:
         if self.progress is not None:
             self.progress.stop()
+
+
+# ------------------------------------------------------------------ search and eval
+
+_WORD = re.compile(r"\w+")
+
+
+def search_hits(hits: list[Hit], query: str) -> None:
+    """Each hit: its number, path:LINE-LINE, section, score and ranks, then its text and
+    summary with the query's words highlighted."""
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
+    pattern = r"(?i)\b(?:" + "|".join(re.escape(w) for w in words) + r")\b" if words else None
+    for number, hit in enumerate(hits, start=1):
+        where = hit.source or f"artifact {hit.document_id}"
+        if hit.line_start is not None:
+            where += f":{hit.line_start}-{hit.line_end}"
+        ranks = ", ".join(f"{m} #{r}" for m, r in hit.ranks.items())
+        head = Text.assemble(
+            (f"{number}. ", "bold"),
+            (where, "bold cyan"),
+            (f"  § {hit.section}" if hit.section else "", "magenta"),
+            (f"  score {hit.score:.4f} ({ranks})", "dim"),
+        )
+        stdout.print(head, soft_wrap=True)  # a long path stays on its line
+        for label, body in (("", hit.text), ("summary: ", hit.summary)):
+            if not body:
+                continue
+            text = Text(label, style="dim") + Text(body.strip())
+            if pattern:
+                text.highlight_regex(pattern, style="bold yellow")
+            stdout.print(Padding(text, (0, 0, 0, 3), expand=False))
+        stdout.print()
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def eval_table(results: list[EvalResult], queries: int, ks: Sequence[int]) -> None:
+    """failure@k and mean tokens of each dataset and method, side by side."""
+    table = Table(
+        title=f"retrieval failures on {queries} gold spans (lower is better)",
+        title_justify="left",
+        title_style="bold",
+    )
+    for column in ("dataset", "method"):
+        table.add_column(column, justify="left", no_wrap=True)
+    for column in ("queries", *(f"fail@{k}" for k in ks), "mean tokens"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for r in results:
+        if r.skipped:
+            cells = [r.dataset, r.method, str(r.queries), *("—" for _ in ks), "—"]
+        else:
+            tokens = "—" if r.mean_tokens is None else f"{r.mean_tokens:.0f}"
+            cells = [r.dataset, r.method, str(r.queries), *(_percent(r.fail_rate(k)) for k in ks)]
+            cells.append(tokens)
+        table.add_row(*(Text(c) for c in cells))
+    stdout.print(table)

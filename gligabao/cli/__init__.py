@@ -1,6 +1,7 @@
 """The `gb` command line: a thin layer that parses options, calls the library, renders."""
 
-from gligabao.cli import chunking, evaluate, memory, reading, search  # noqa: F401 - registers the commands
+# The order of the imports is the order of the commands in `gb --help`.
+from gligabao.cli import memory, search, reading, evaluate, chunking  # noqa: F401, I001
 from gligabao.cli.app import app, main
 
 __all__ = ["app", "main"]

@@ -21,6 +21,7 @@ Examples:
 \b
   gb remember notes.md             graph, summaries, vectors -> gligabao.db
   gb remember -r docs --quiet      a whole folder, as from cron
+  gb search "licence termination"  keywords and meaning, path:LINE-LINE hits
   gb chunk-preview notes.md        how a file would be cut; nothing stored
   cat notes.md | gb chunk-preview -
   gb config                        every setting and where it came from

@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Optional
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from gligabao import render
 from gligabao.cli import options
@@ -64,31 +62,6 @@ def _vector_skip(config: Config, conn, dataset: datasets.Dataset) -> str | None:
     return None
 
 
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
-
-
-def _table(results: list[EvalResult], queries: int) -> None:
-    table = Table(
-        title=f"retrieval failures on {queries} gold spans (lower is better)",
-        title_justify="left",
-        title_style="bold",
-    )
-    for column in ("dataset", "method"):
-        table.add_column(column, justify="left", no_wrap=True)
-    for column in ("queries", *(f"fail@{k}" for k in KS), "mean tokens"):
-        table.add_column(column, justify="right", no_wrap=True)
-    for r in results:
-        if r.skipped:
-            cells = [r.dataset, r.method, str(r.queries), *("—" for _ in KS), "—"]
-        else:
-            tokens = "—" if r.mean_tokens is None else f"{r.mean_tokens:.0f}"
-            cells = [r.dataset, r.method, str(r.queries), *(_percent(r.fail_rate(k)) for k in KS)]
-            cells.append(tokens)
-        table.add_row(*(Text(c) for c in cells))
-    render.stdout.print(table)
-
-
 @command("eval")
 def eval_command(
     queries_path: str = typer.Argument(
@@ -141,4 +114,4 @@ def eval_command(
         for r in results:
             render.json_line(r.as_json())
         return
-    _table(results, len(queries))
+    render.eval_table(results, len(queries), KS)

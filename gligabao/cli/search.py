@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
 import typer
-from rich.padding import Padding
-from rich.text import Text
 
 from gligabao import render
 from gligabao.cli import options
@@ -14,10 +10,8 @@ from gligabao.cli.app import command, configure, open_store, require_dataset
 from gligabao.config import Config
 from gligabao.errors import ConfigError, UsageError
 from gligabao.llm.endpoint import Endpoints
-from gligabao.search import METHODS, Hit, search
+from gligabao.search import METHODS, search
 from gligabao.store import datasets, vectors
-
-_WORD = re.compile(r"\w+")
 
 # Why a dataset's vectors cannot be searched (see vector_obstacle).
 NO_VECTORS = "no vectors"
@@ -68,29 +62,6 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
     return method
 
 
-def _hit_view(number: int, hit: Hit, words: list[str]) -> None:
-    where = hit.source or f"artifact {hit.document_id}"
-    if hit.line_start is not None:
-        where += f":{hit.line_start}-{hit.line_end}"
-    ranks = ", ".join(f"{m} #{r}" for m, r in hit.ranks.items())
-    head = Text.assemble(
-        (f"{number}. ", "bold"),
-        (where, "bold cyan"),
-        (f"  § {hit.section}" if hit.section else "", "magenta"),
-        (f"  score {hit.score:.4f} ({ranks})", "dim"),
-    )
-    render.stdout.print(head, soft_wrap=True)  # a long path stays on its line
-    pattern = r"(?i)\b(?:" + "|".join(re.escape(w) for w in words) + r")\b" if words else None
-    for label, body in (("", hit.text), ("summary: ", hit.summary)):
-        if not body:
-            continue
-        text = Text(label, style="dim") + Text(body.strip())
-        if pattern:
-            text.highlight_regex(pattern, style="bold yellow")
-        render.stdout.print(Padding(text, (0, 0, 0, 3), expand=False))
-    render.stdout.print()
-
-
 @command("search")
 def search_command(
     query: str = typer.Argument(help="What to look for, in your own words."),
@@ -138,6 +109,4 @@ def search_command(
     if not hits:
         render.notice(f"no hits for {query!r}")
         return
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    for number, hit in enumerate(hits, start=1):
-        _hit_view(number, hit, words)
+    render.search_hits(hits, query)
