@@ -17,8 +17,10 @@ the same entities, never a search over the whole graph.
 
 from __future__ import annotations
 
+import heapq
 import itertools
 import re
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,7 +28,6 @@ import apsw
 
 from gligabao.llm import ChatRequest, resolve_request
 from gligabao.store import graph
-from gligabao.store.db import query
 
 MAX_CANDIDATES = 6
 # Undecided items gathered into one resolve call before a new one is started: fewer,
@@ -155,15 +156,28 @@ class Batch:
 
 
 class Resolver:
-    """Prepares the decisions of a document's chunks against the graph and each other."""
+    """Prepares the decisions of a document's chunks against the graph and each other.
+
+    What the chunks planned so far extracted is kept in indexes, each item normalized
+    once, so that planning a chunk costs its own items and their candidates, not every
+    item before it. Items are numbered in the order they were planned (``seq``); an
+    index lists seqs in ascending order, and candidates are read from its end.
+    """
 
     def __init__(self, conn: apsw.Connection, dataset_id: int) -> None:
         self.conn = conn
         self.dataset_id = dataset_id
         self._doc_ids = itertools.count(-1, -1)  # candidate ids of unstored items: negative
+        # Entities: the first of each (name, type); every one, with its view, by seq;
+        # word of a name -> seqs of the entities whose name has it.
         self._doc_entities: dict[tuple[str, str], tuple[int, int]] = {}
-        self._doc_entity_list: list[tuple[tuple[int, int], Entity]] = []
-        self._doc_edges: list[tuple[tuple[int, int], Edge, Extraction]] = []
+        self._entity_seqs: list[tuple[tuple[int, int], dict[str, Any]]] = []
+        self._entity_words: dict[str, list[int]] = {}
+        # Edges: every one, with its view, by seq; (source, target, relation, fact), all
+        # normalized -> the seq of the latest; an end's name -> seqs of the edges touching it.
+        self._edge_seqs: list[tuple[tuple[int, int], dict[str, Any]]] = []
+        self._edge_exact: dict[tuple[str, str, str, str], int] = {}
+        self._edge_ends: dict[str, list[int]] = {}
 
     def plan(self, index: int, extraction: Extraction) -> Plan:
         """Decide what can be decided for chunk ``index``; chunks must come in order."""
@@ -176,15 +190,29 @@ class Resolver:
                 [[] for _ in extraction.edges],
             ),
         )
-        for i, entity in enumerate(extraction.entities):
+        entities = extraction.entities
+        keys = [
+            (entities[e.source].norm, entities[e.target].norm, e.relation, _norm_fact(e.fact))
+            for e in extraction.edges
+        ]
+        for i, entity in enumerate(entities):
             plan.decisions.entities[i] = self._entity(plan, i, entity)
         for j, edge in enumerate(extraction.edges):
-            plan.decisions.edges[j] = self._edge(plan, j, edge)
-        for i, entity in enumerate(extraction.entities):
+            plan.decisions.edges[j] = self._edge(plan, j, edge, keys[j])
+        # Only now are this chunk's items candidates: for the chunks after it.
+        for i, entity in enumerate(entities):
             self._doc_entities.setdefault((entity.norm, entity.type), (index, i))
-            self._doc_entity_list.append(((index, i), entity))
-        for j, edge in enumerate(extraction.edges):
-            self._doc_edges.append(((index, j), edge, extraction))
+            seq = len(self._entity_seqs)
+            self._entity_seqs.append(((index, i), _entity_view(entity)))
+            for word in set(entity.norm.split()):
+                self._entity_words.setdefault(word, []).append(seq)
+        for j, (edge, key) in enumerate(zip(extraction.edges, keys, strict=True)):
+            seq = len(self._edge_seqs)
+            source, target = entities[edge.source], entities[edge.target]
+            self._edge_seqs.append(((index, j), _edge_view(edge, source.name, target.name)))
+            self._edge_exact[key] = seq
+            for end in {key[0], key[1]}:
+                self._edge_ends.setdefault(end, []).append(seq)
         return plan
 
     # ---- entities
@@ -205,16 +233,12 @@ class Resolver:
                     plan, "entities", Ref("db", row["id"]), row["id"], _entity_view(row)
                 )
             )
-        words = set(entity.norm.split())
-        for key, other in reversed(self._doc_entity_list):
-            if len(candidates) >= MAX_CANDIDATES * 2:
-                break
-            if words & set(other.norm.split()) and (other.norm, other.type) != (
-                entity.norm,
-                entity.type,
-            ):
-                ref = Ref("doc", key)
-                candidates.append(self._candidate(plan, "entities", ref, None, _entity_view(other)))
+        # The latest entities of the chunks before that share a word of the name. None
+        # has the same name and type: that would have been an exact duplicate above.
+        words = [self._entity_words.get(w, ()) for w in set(entity.norm.split())]
+        for seq in _latest(words, MAX_CANDIDATES * 2 - len(candidates)):
+            key, view = self._entity_seqs[seq]
+            candidates.append(self._candidate(plan, "entities", Ref("doc", key), None, view))
         if not candidates:
             return NEW
         plan.entity_items.append(
@@ -229,32 +253,33 @@ class Resolver:
 
     # ---- edges
 
-    def _edge(self, plan: Plan, j: int, edge: Edge) -> Ref | None:
+    def _edge(self, plan: Plan, j: int, edge: Edge, key: tuple[str, str, str, str]) -> Ref | None:
         ex = plan.extraction
         source, target = ex.entities[edge.source], ex.entities[edge.target]
-        ends = {source.norm, target.norm}
-        fact = _norm_fact(edge.fact)
-        exact_key = (source.norm, target.norm, edge.relation, fact)
+        # The chunks before: the latest facts touching either end, newest first, down to
+        # the latest exact duplicate, which decides the edge (those newer than it were
+        # offered all the same: their candidate ids are spent).
+        exact = self._edge_exact.get(key, -1)
         candidates: list[dict[str, Any]] = []
-        for key, other, other_ex in reversed(self._doc_edges):
-            o_source = other_ex.entities[other.source].norm
-            o_target = other_ex.entities[other.target].norm
-            if (o_source, o_target, other.relation, _norm_fact(other.fact)) == exact_key:
-                return Ref("doc", key)
-            if ends & {o_source, o_target} and len(candidates) < MAX_CANDIDATES:
-                view = _edge_view(
-                    other,
-                    other_ex.entities[other.source].name,
-                    other_ex.entities[other.target].name,
-                )
-                candidates.append(self._candidate(plan, "edges", Ref("doc", key), None, view))
-        for row in self._stored_edges(source.norm, target.norm):
+        ends = [self._edge_ends.get(end, ()) for end in {source.norm, target.norm}]
+        for seq in _latest(ends, MAX_CANDIDATES, above=exact):
+            ref_key, view = self._edge_seqs[seq]
+            candidates.append(self._candidate(plan, "edges", Ref("doc", ref_key), None, view))
+        if exact >= 0:
+            return Ref("doc", self._edge_seqs[exact][0])
+        for row in graph.current_edges_touching(
+            self.conn,
+            self.dataset_id,
+            names=(source.norm, target.norm),
+            nearest=(source.norm, target.norm),
+            limit=MAX_CANDIDATES * 4,
+        ):
             if (
                 row["source_norm"],
                 row["target_norm"],
                 row["relation"],
                 _norm_fact(row["fact"]),
-            ) == exact_key:
+            ) == key:
                 return Ref("db", row["id"])
             if len(candidates) < MAX_CANDIDATES * 2:
                 view = {
@@ -273,35 +298,29 @@ class Resolver:
         plan.edge_items.append({**item, "candidates": candidates})
         return None
 
-    def _stored_edges(self, source_norm: str, target_norm: str) -> list[dict[str, Any]]:
-        """Current stored facts touching an entity of either name (R4), nearest first.
-
-        The entities are found first so that the edges come from their indexes: an OR
-        across the two joined names would scan every edge of the graph."""
-        return query(
-            self.conn,
-            """WITH ents AS (
-                   SELECT id FROM gb_entities WHERE dataset_id = :d AND name_norm IN (:a, :b))
-               SELECT e.id, e.relation, e.fact, e.valid_at,
-                      s.name AS source_name, s.name_norm AS source_norm,
-                      t.name AS target_name, t.name_norm AS target_norm
-               FROM gb_edges e
-               JOIN gb_entities s ON s.id = e.source_entity_id
-               JOIN gb_entities t ON t.id = e.target_entity_id
-               WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN ents
-                              UNION SELECT id FROM gb_edges WHERE target_entity_id IN ents)
-                 AND e.dataset_id = :d AND e.invalid_at IS NULL AND e.expired_at IS NULL
-               ORDER BY (s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC
-               LIMIT :n""",
-            {"d": self.dataset_id, "a": source_norm, "b": target_norm, "n": MAX_CANDIDATES * 4},
-        )
-
     def _candidate(
         self, plan: Plan, kind: str, ref: Ref, row_id: int | None, view: dict[str, Any]
     ) -> dict[str, Any]:
         candidate_id = row_id if row_id is not None else next(self._doc_ids)
         plan.candidate_refs[(kind, candidate_id)] = ref
         return {"id": candidate_id, **view}
+
+
+def _latest(indexes: Iterable[Sequence[int]], limit: int, above: int = -1) -> Iterator[int]:
+    """The greatest seqs found in any of these ascending lists, each once, greatest
+    first: at most `limit`, and all greater than `above`."""
+    if limit <= 0:
+        return
+    previous = None
+    for seq in heapq.merge(*(reversed(i) for i in indexes), reverse=True):
+        if seq <= above:
+            return
+        if seq != previous:
+            yield seq
+            limit -= 1
+            if not limit:
+                return
+            previous = seq
 
 
 def batches(plans: list[Plan]) -> list[Batch]:

@@ -242,18 +242,65 @@ def entity_candidates_fts(
 
 
 def current_edges_touching(
-    conn: apsw.Connection, dataset_id: int, entity_ids: Iterable[int]
+    conn: apsw.Connection,
+    dataset_id: int,
+    entity_ids: Iterable[int] = (),
+    *,
+    names: Iterable[str] = (),
+    nearest: tuple[str, str] | None = None,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Current facts (neither invalid nor expired) with either end among `entity_ids`:
-    the candidates an extracted edge is compared against (R4)."""
+    """Current facts (neither invalid nor expired) with either end among `entity_ids` or
+    among the entities whose normalized name is in `names`: the candidates an extracted
+    edge is compared against (R4). Each row also has its ends' `source_name`,
+    `source_norm`, `target_name` and `target_norm`.
+
+    In id order; with `nearest=(source_norm, target_norm)`, nearest first instead: the
+    facts with both ends so named (in that direction), then with one, each newest first.
+    At most `limit` rows.
+
+    The ends are found first, by an index, and the facts then from the edges' indexes
+    on either end: an OR across the two ends, or across joined names, would scan every
+    edge of the graph. A name the graph does not know costs one lookup.
+    """
+    ends = set(entity_ids)
+    names = list(names)
+    if names:
+        ends.update(
+            row["id"]
+            for row in query(
+                conn,
+                """SELECT id FROM gb_entities
+                   WHERE dataset_id = ? AND name_norm IN (SELECT value FROM json_each(?))""",
+                (dataset_id, json.dumps(names)),
+            )
+        )
+    if not ends:
+        return []
+    order = "e.id"
+    if nearest is not None:
+        order = "(s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC"
+    a, b = nearest if nearest is not None else (None, None)
     return query(
         conn,
-        """SELECT * FROM gb_edges
-           WHERE dataset_id = :d AND invalid_at IS NULL AND expired_at IS NULL
-             AND (source_entity_id IN (SELECT value FROM json_each(:ids))
-                  OR target_entity_id IN (SELECT value FROM json_each(:ids)))
-           ORDER BY id""",
-        {"d": dataset_id, "ids": _ids(entity_ids)},
+        f"""WITH ends(id) AS (SELECT value FROM json_each(:ids))
+            SELECT e.*, s.name AS source_name, s.name_norm AS source_norm,
+                   t.name AS target_name, t.name_norm AS target_norm
+            FROM gb_edges e
+            JOIN gb_entities s ON s.id = e.source_entity_id
+            JOIN gb_entities t ON t.id = e.target_entity_id
+            WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN ends
+                           UNION SELECT id FROM gb_edges WHERE target_entity_id IN ends)
+              AND e.dataset_id = :d AND e.invalid_at IS NULL AND e.expired_at IS NULL
+            ORDER BY {order}
+            LIMIT :n""",
+        {
+            "d": dataset_id,
+            "ids": _ids(sorted(ends)),
+            "a": a,
+            "b": b,
+            "n": -1 if limit is None else limit,
+        },
     )
 
 
