@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from gligabao.llm.endpoint import EMBED_STAGE, LLMError, scrub
+from gligabao.llm.endpoint import EMBED_STAGE, Flight, LLMError, scrub
 from gligabao.llm.prompts import (
     ChatRequest,
     check_answer,
@@ -35,6 +35,7 @@ __all__ = [
     "Answer",
     "ChatRequest",
     "Embeddings",
+    "Flight",
     "Inference",
     "LLMError",
     "SchemaMismatch",

@@ -30,6 +30,7 @@ from gligabao.llm.endpoint import (
     PLACEHOLDER_KEY,
     Endpoints,
     Failure,
+    Flight,
     LLMError,
     backoff,
     key_hint,
@@ -277,10 +278,13 @@ class LLM:
         reasoning = self.config.reasoning_for(request.stage)
         return 1 + self.answer_retries, output_limit(request, reasoning)
 
-    async def chat(self, request: ChatRequest, key: str | None = None) -> Answer:
+    async def chat(
+        self, request: ChatRequest, key: str | None = None, flight: Flight | None = None
+    ) -> Answer:
         """Send one stage's request and return its validated answer with its inference.
 
-        ``key`` is the request's hash when the caller has it already. The inference counts
+        ``key`` is the request's hash when the caller has it already; ``flight`` lets the
+        caller see when a request is out, and stop further attempts. The inference counts
         the tokens and cost of every answer paid for, an unusable one asked again included;
         a failure after a paid answer carries them as ``LLMError.inference``."""
         stage = request.stage
@@ -300,6 +304,7 @@ class LLM:
                     model,
                     key,
                     lambda kw=kwargs: self._client(False).chat.completions.create(**kw),
+                    flight,
                 )
             except LLMError as err:
                 if self._adapt(err, lenient, kwargs):
@@ -444,8 +449,9 @@ class LLM:
 
     # ---- embeddings
 
-    async def embed(self, texts: Sequence[str]) -> Embeddings:
-        """One embeddings request for `texts`, in order, each of `embeddings.dimensions`."""
+    async def embed(self, texts: Sequence[str], flight: Flight | None = None) -> Embeddings:
+        """One embeddings request for `texts`, in order, each of `embeddings.dimensions`;
+        ``flight`` as for `chat`."""
         model: str = self.config["embeddings.model"]
         dimensions: int = self.config["embeddings.dimensions"]
         self._require(self.embeddings_available, EMBED_STAGE, model)
@@ -463,6 +469,7 @@ class LLM:
             lambda: self._client(True).embeddings.create(
                 model=model, input=texts, dimensions=dimensions
             ),
+            flight,
         )
         data = sorted(response.data, key=lambda d: d.index)
         if len(data) != len(texts) or [d.index for d in data] != list(range(len(texts))):
@@ -507,23 +514,34 @@ class LLM:
             await asyncio.sleep(wait)
 
     async def _call(
-        self, stage: str, model: str, key: str, send: Callable[[], Awaitable[_T]]
+        self,
+        stage: str,
+        model: str,
+        key: str,
+        send: Callable[[], Awaitable[_T]],
+        flight: Flight | None = None,
     ) -> tuple[_T, int, int]:
         """`send()` under the limiter, retried on 429, 5xx, timeouts, connection errors and
         non-JSON bodies. Returns the response, the number of attempts and the milliseconds
         the last one took."""
         retries = 0
         limiter = self._loop_state().limiter
+        flight = flight or Flight()
         while True:
             await self._wait_for_pause()
             async with limiter:
                 await self._wait_for_pause()  # a pause may have begun while this one queued
+                if flight.stopped:
+                    raise LLMError(stage, model, "stopped: the run no longer needs the answer")
                 began = time.monotonic()
+                flight.sending = True
                 try:
                     response = await send()
                     return response, retries + 1, round((time.monotonic() - began) * 1000)
                 except Exception as exc:
                     failure = self._classify(exc, stage)
+                finally:
+                    flight.sending = False
             # Raised here, outside the except block, so no SDK exception (which holds the
             # request and its headers) rides along as __context__.
             if not failure.retryable or retries >= self.max_retries:

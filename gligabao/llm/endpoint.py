@@ -30,6 +30,7 @@ __all__ = [
     "PLACEHOLDER_KEY",
     "Endpoints",
     "Failure",
+    "Flight",
     "LLMError",
     "backoff",
     "key_hint",
@@ -157,6 +158,19 @@ def key_hint(config: Config, stage: str) -> str:
     if stage == EMBED_STAGE and config["embeddings.api_key_env"]:
         return config["embeddings.api_key_env"]
     return f"{config['llm.api_key_env']} or llm.api_key"
+
+
+# ------------------------------------------------------------------ calls
+
+
+@dataclass
+class Flight:
+    """One call as its caller sees it: `sending` while a request of it is out (paid for
+    once the server answers); `stopped` once the caller no longer wants it, after which
+    no further attempt is sent (no retry, no unusable answer asked again)."""
+
+    sending: bool = False
+    stopped: bool = False
 
 
 # ------------------------------------------------------------------ failures

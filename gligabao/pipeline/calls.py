@@ -10,19 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
 from gligabao.chunk import ESTIMATOR
 from gligabao.config import STAGES, Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.llm import EMBED_STAGE, ChatRequest, LLMError, load_answer
+from gligabao.llm import EMBED_STAGE, ChatRequest, Flight, LLMError, load_answer
 from gligabao.store import inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM, Inference
+
+_T = TypeVar("_T")
 
 # Added to the estimated prompt so that an estimate stays above what the API bills:
 # the estimator counts English a little high, other tokenizers may count some text higher.
@@ -150,6 +153,30 @@ class Calls:
         self.dataset_id = dataset_id
         self.budget = budget
         self.spend = spend if spend is not None else Spend()
+        self._carried_on: set[asyncio.Task[Any]] = set()
+
+    async def _to_the_end(self, call: Callable[[Flight], Awaitable[_T]]) -> _T:
+        """`call`, carried on to its end if it is cancelled while its request is out: that
+        answer is paid for, so it is recorded, and a rerun reuses it (R11). A call not sent
+        yet is simply dropped, and one carried on sends no further attempt."""
+        flight = Flight()
+        task = asyncio.ensure_future(call(flight))
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            flight.stopped = True
+            if flight.sending:
+                self._carried_on.add(task)
+                task.add_done_callback(self._carried_on.discard)
+            else:
+                task.cancel()
+            raise
+
+    async def finish(self) -> None:
+        """Wait for the calls carried on after a cancel (see `_to_the_end`); their own
+        failures are recorded with them, not raised here."""
+        if self._carried_on:
+            await asyncio.gather(*self._carried_on, return_exceptions=True)
 
     async def ask(self, request: ChatRequest) -> Asked:
         """The answer to ``request``: a stored one if this exact request was answered."""
@@ -164,12 +191,15 @@ class Calls:
                 self.spend.reused += 1
                 reasoning = self.llm.config.reasoning_for(request.stage)
                 return Asked(value, cached.inference_id, cached.model_name, reasoning, True)
+        return await self._to_the_end(lambda flight: self._ask(request, key, flight))
+
+    async def _ask(self, request: ChatRequest, key: str, flight: Flight) -> Asked:
         prompt = "\n".join(m["content"] for m in request.messages)
         model = self.llm.config.model_for(request.stage)
         answers, max_output = self.llm.chat_limits(request)
         try:
             async with self._budgeted(model, prompt, max_output, answers) as paid:
-                answer = await self.llm.chat(request, key)
+                answer = await self.llm.chat(request, key, flight)
                 paid.append(answer.inference.cost)
         except LLMError as exc:  # a rejected answer was paid for all the same
             if exc.inference is not None:
@@ -184,8 +214,11 @@ class Calls:
         """One embeddings request for all of ``texts`` (R5), recorded as an inference."""
         if not texts:
             return []
+        return await self._to_the_end(lambda flight: self._embed(texts, flight))
+
+    async def _embed(self, texts: list[str], flight: Flight) -> list[list[float]]:
         async with self._budgeted(self.llm.config["embeddings.model"], "\n".join(texts), 0) as paid:
-            result = await self.llm.embed(texts)
+            result = await self.llm.embed(texts, flight)
             paid.append(result.inference.cost)
         self._record(result.inference)
         return result.vectors

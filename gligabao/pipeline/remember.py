@@ -288,8 +288,8 @@ class _Run:
 
         try:
             await _all_or_nothing([fetch(p) for p in todo])
-        except BaseException:
-            await _cancel(self.embedding.values())
+        except BaseException as exc:
+            await self._stop(self.embedding.values(), exc)
             raise
 
     # ---- store
@@ -339,12 +339,20 @@ class _Run:
                     f"artifact {written[-1].artifact_id}{_of(piece, n)}",
                     artifact_id=written[-1].artifact_id,
                 )
-        finally:
-            await _cancel([*resolving.values(), *embedding.values()])
+        except BaseException as exc:
+            await self._stop([*resolving.values(), *embedding.values()], exc)
+            raise
         artifacts.set_pending(self.conn, document["id"], ())
         document = self._complete(document)
         status = "remembered" if not written or len(todo) == max(n, 1) else "completed"
         return self._outcome(document, written, status)
+
+    async def _stop(self, tasks, exc: BaseException) -> None:
+        """Cancel `tasks`. After a failure (not when the run itself is cancelled, as by
+        Ctrl-C) wait for the requests already out: they are paid for, and recorded."""
+        await _cancel(tasks)
+        if not isinstance(exc, asyncio.CancelledError):
+            await self.calls.finish()
 
     async def _resolve(self, batch) -> None:
         asked = await self.calls.ask(batch.request)
