@@ -129,11 +129,22 @@ class Writer:
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
 
     def _already_stored(self, piece: Piece, chunk_id: int) -> Written:
-        """A chunk some other run stored whole: take its graph ids for later chunks."""
+        """A chunk some other run stored whole: take its graph ids for later chunks, whose
+        decisions may point at its entities and facts. An entity is found by its exact
+        name and type, a fact among those linked to the chunk by its relation and words;
+        what is not found is stored anew by the chunk that names it."""
         for i, entity in enumerate(piece.extraction.entities):
             found = graph.entity_exact(self.conn, self.dataset_id, entity.name, entity.type)
             if found is not None:
                 self._entity_ids[(piece.index, i)] = found["id"]
+        linked = {
+            (row["relation"], row["fact"]): row["id"]
+            for row in graph.edges_for_artifacts(self.conn, [chunk_id])
+        }
+        for j, edge in enumerate(piece.extraction.edges):
+            edge_id = linked.get((edge.relation, edge.fact))
+            if edge_id is not None:
+                self._edge_ids[(piece.index, j)] = edge_id
         return Written(chunk_id, None, [], [], [], {})
 
     def _entities(
