@@ -32,6 +32,7 @@ from gligabao.llm.endpoint import (
     Failure,
     Flight,
     LLMError,
+    Stopped,
     backoff,
     key_hint,
     one_line,
@@ -290,7 +291,7 @@ class LLM:
         stage = request.stage
         model = self.config.model_for(stage)
         reasoning = self.config.reasoning_for(stage)
-        self._require(self.available, stage, model)
+        require_endpoint(self.available, stage, model, self.config)
         key = key or self.request_hash(request)
         attempts = 0
         bad_answers = 0
@@ -454,7 +455,7 @@ class LLM:
         ``flight`` as for `chat`."""
         model: str = self.config["embeddings.model"]
         dimensions: int = self.config["embeddings.dimensions"]
-        self._require(self.embeddings_available, EMBED_STAGE, model)
+        require_endpoint(self.embeddings_available, EMBED_STAGE, model, self.config)
         texts = list(texts)
         if not texts:
             raise LLMError(EMBED_STAGE, model, "nothing to embed (no texts)")
@@ -506,9 +507,6 @@ class LLM:
 
     # ---- sending, with retries
 
-    def _require(self, ok: bool, stage: str, model: str) -> None:
-        require_endpoint(ok, stage, model, self.config)
-
     async def _wait_for_pause(self) -> None:
         while (wait := self._not_before - time.monotonic()) > 0:
             await asyncio.sleep(wait)
@@ -532,7 +530,7 @@ class LLM:
             async with limiter:
                 await self._wait_for_pause()  # a pause may have begun while this one queued
                 if flight.stopped:
-                    raise LLMError(stage, model, "stopped: the run no longer needs the answer")
+                    raise Stopped(stage, model, "stopped: the run no longer needs the answer")
                 began = time.monotonic()
                 flight.sending = True
                 try:

@@ -32,6 +32,7 @@ __all__ = [
     "Failure",
     "Flight",
     "LLMError",
+    "Stopped",
     "backoff",
     "key_hint",
     "one_line",
@@ -74,6 +75,10 @@ class LLMError(GbError):
         self.server_code = server_code  # the error's "code", e.g. "rate_limit_exceeded"
         self.retryable = retryable
         self.inference = inference  # tokens spent on a rejected answer, when known
+
+
+class Stopped(LLMError):
+    """The caller stopped the call (see Flight) before this attempt was sent."""
 
 
 # ------------------------------------------------------------------ secrets

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -20,6 +21,7 @@ from gligabao.chunk import ESTIMATOR
 from gligabao.config import STAGES, Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.llm import EMBED_STAGE, ChatRequest, Flight, LLMError, load_answer
+from gligabao.llm.endpoint import Stopped
 from gligabao.store import inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -40,7 +42,6 @@ class Asked:
     inference_id: int
     model: str
     reasoning: str
-    reused: bool
 
 
 @dataclass
@@ -190,11 +191,12 @@ class Calls:
             else:
                 self.spend.reused += 1
                 reasoning = self.llm.config.reasoning_for(request.stage)
-                return Asked(value, cached.inference_id, cached.model_name, reasoning, True)
+                return Asked(value, cached.inference_id, cached.model_name, reasoning)
         return await self._to_the_end(lambda flight: self._ask(request, key, flight))
 
     async def _ask(self, request: ChatRequest, key: str, flight: Flight) -> Asked:
-        prompt = "\n".join(m["content"] for m in request.messages)
+        # The schema is billed as prompt too: sent with the request, or written into it (R10).
+        prompt = "\n".join([*(m["content"] for m in request.messages), json.dumps(request.schema)])
         model = self.llm.config.model_for(request.stage)
         answers, max_output = self.llm.chat_limits(request)
         try:
@@ -206,9 +208,7 @@ class Calls:
                 self._record(exc.inference)
             raise
         inference_id = self._record(answer.inference)
-        return Asked(
-            answer.value, inference_id, answer.inference.model, answer.inference.reasoning, False
-        )
+        return Asked(answer.value, inference_id, answer.inference.model, answer.inference.reasoning)
 
     async def embed(self, texts: list[str]) -> list[list[float]]:
         """One embeddings request for all of ``texts`` (R5), recorded as an inference."""
@@ -233,8 +233,12 @@ class Calls:
         reserved = await self.budget.reserve(model, prompt, max_output, answers)
         try:
             yield paid
-        except LLMError as exc:  # a rejected answer may still have been billed
-            paid.append(exc.inference.cost if exc.inference else None)
+        except LLMError as exc:
+            if exc.inference is not None:  # rejected answers, billed all the same
+                paid.append(exc.inference.cost)
+            elif exc.status is not None or isinstance(exc, Stopped):
+                paid.append(0.0)  # the server answered with an error, or it was not sent
+            # else (a timeout, a dropped connection) it may have been billed: all of it
             raise
         finally:
             await self.budget.settle(reserved, paid[-1] if paid else None)
