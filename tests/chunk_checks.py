@@ -1,10 +1,23 @@
-"""The invariants of SPEC C5, checked on one cut; shared by every chunking test."""
+"""What every chunking test shares: the invariants of SPEC C5, checked on one cut, and
+the settings of the property tests."""
 
 from __future__ import annotations
 
+import os
 import re
 
+from hypothesis import HealthCheck, settings
+
 from gligabao.chunk import ESTIMATOR, Chunk, Tokenizer, overlap_budget
+
+# Hypothesis settings of every chunking property test: 500 examples, no deadline (a
+# large text takes a while), and the same examples on every run under CI.
+PROPERTY = settings(
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    derandomize=bool(os.environ.get("CI")),
+)
 
 _NON_SPACE = re.compile(r"\S")
 

@@ -4,18 +4,27 @@ The autouse fixture chdirs into the test's tmp_path, drops GB_* and OPENAI_*
 variables, and points the user config and cache folders (and tiktoken's cache)
 into tmp_path, so nothing from the machine running the tests leaks in or is
 written outside it. Subprocesses started by a test inherit that environment.
+
+`server` is a test LLM server of the test's own; `online` is that server with gb
+configured for it through the environment (tests/helpers.py's ``gb_env``); `corpus` is
+the licence texts copied into the test's folder. The plain helpers they use are in
+tests/helpers.py.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner, Result
+
+from tests.helpers import CORPUS, LICENSES, configure
+from tests.llm_server import LLMServer
 
 
 @pytest.fixture(autouse=True)
@@ -60,3 +69,30 @@ def gb_process() -> Callable[..., subprocess.CompletedProcess[bytes]]:
         )
 
     return run
+
+
+@pytest.fixture
+def server() -> Iterator[LLMServer]:
+    """A test LLM server of this test's own (tests/llm_server.py), on a free port; gb is
+    not pointed at it (see `online`)."""
+    with LLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def online(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
+    """`server`, with gb configured for it in the environment as a user would: ./gb.db,
+    64-dimension vectors, 128-token chunks, one retry, the key helpers.SECRET."""
+    configure(monkeypatch, server)
+    return server
+
+
+@pytest.fixture
+def corpus() -> list[str]:
+    """The licence texts helpers.CORPUS copied into the test's folder, by their names;
+    the test is skipped where the system has none."""
+    if not all((LICENSES / name).is_file() for name in CORPUS):
+        pytest.skip(f"no licence texts in {LICENSES}")
+    for name in CORPUS:
+        shutil.copy(LICENSES / name, name)
+    return list(CORPUS)

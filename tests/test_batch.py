@@ -1,9 +1,9 @@
 """Batch imports (issue 4), in this process: many inputs in one `gb remember` run.
 
 Real SQLite files with sqlite-vec, and the real openai client over HTTP to the test
-server, configured through the environment as a cron job would be. The tests that need
-real processes (a `find` pipe, two writers at once, kill -9) are in
-test_batch_processes.py and share the helpers below.
+server, configured through the environment as a cron job would be (the `online`
+fixture). The tests that need real processes (a `find` pipe, two writers at once,
+kill -9) are in test_batch_processes.py; both use the helpers of tests/helpers.py.
 """
 
 from __future__ import annotations
@@ -11,225 +11,34 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import random
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from gligabao.config import load_config
 from gligabao.llm import LLM
 from gligabao.pipeline import Options
 from gligabao.pipeline.batch import Result, remember_all
 from gligabao.store import open_db
-from gligabao.store.db import integrity_problems, query, scalar
-
-try:  # `tests` is a namespace package when the repository root is on sys.path
-    from tests import llm_server
-except ImportError:  # pytest's rootdir-relative import puts tests/ itself on sys.path
-    import llm_server
-
-Fault, LLMServer = llm_server.Fault, llm_server.LLMServer
-
-SECRET = "gbtest-batch-Z8x6C4v2B0n9"
-DB = "gb.db"  # in the test's own folder (the autouse fixture chdirs there)
-DONE = {"remembered", "completed", "unchanged"}
-
-# ------------------------------------------------------------------ texts
-
-_FIRST = "Alice Bruno Chiara Dmitri Elena Farid Greta Hugo Ines Jonas Kaito Lena".split()  # noqa: SIM905
-_LAST = "Moreau Tanaka Okafor Lindqvist Novak Rossi Haddad Keller Silva Brandt".split()  # noqa: SIM905
-_PLACES = "Lisbon Oslo Nairobi Kyoto Quito Tallinn Porto Dakar Hanoi Bergen".split()  # noqa: SIM905
-
-
-def story(seed: int, paragraphs: int = 0) -> str:
-    """A text of ``paragraphs`` paragraphs of five sentences (people meeting in places, on
-    dates) after a title line ``Report SEED.`` that no other seed's text holds. With
-    ``paragraphs=0`` it is one short line: one artifact, not chunked."""
-    rng = random.Random(seed)
-
-    def sentence() -> str:
-        return (
-            f"{rng.choice(_FIRST)} {rng.choice(_LAST)} met {rng.choice(_FIRST)} "
-            f"{rng.choice(_LAST)} in {rng.choice(_PLACES)} on 2024-0{rng.randint(1, 9)}-"
-            f"{rng.randint(10, 28)}."
-        )
-
-    if not paragraphs:
-        return f"Report {seed}. {sentence()}\n"
-    body = [" ".join(sentence() for _ in range(5)) for _ in range(paragraphs)]
-    return "\n\n".join([f"Report {seed}.", *body]) + "\n"
-
-
-def write(name: str | Path, data: str | bytes) -> Path:
-    path = Path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(data.encode() if isinstance(data, str) else data)
-    return path
-
-
-# ------------------------------------------------------------------ environment
-
-
-def gb_env(server: LLMServer | None, **extra: str) -> dict[str, str]:
-    """What a cron job would set: small vectors, one retry, the test server."""
-    env = {
-        "GB_DB": str(Path.cwd() / DB),
-        "GB_LLM_MAX_RETRIES": "1",
-        "GB_EMBEDDINGS_DIMENSIONS": "32",
-        "GB_CHUNK_SIZE": "128",
-        **extra,
-    }
-    if server is not None:
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=SECRET)
-    return env
-
-
-def configure(monkeypatch: pytest.MonkeyPatch, server: LLMServer | None, **extra: str) -> None:
-    for name, value in gb_env(server, **extra).items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def online(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
-    configure(monkeypatch, server)
-    return server
-
-
-# ------------------------------------------------------------------ reading results back
-
-
-def gb(gb_cli, *args: str, code: int = 0, input: bytes | None = None) -> Any:
-    result = gb_cli(*args, input=input)
-    # A traceback also exits 1: only a deliberate exit counts.
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    return result
-
-
-def lines_by_source(stdout: str) -> dict[str, dict[str, Any]]:
-    """The --json lines of a run, by source; each input exactly once."""
-    lines = [json.loads(line) for line in stdout.splitlines()]
-    for line in lines:
-        assert list(line)[:2] == ["source", "status"], line
-    by_source = {line["source"]: line for line in lines}
-    assert len(by_source) == len(lines), [line["source"] for line in lines]
-    return by_source
-
-
-def statuses(stdout: str) -> dict[str, str]:
-    return {source: line["status"] for source, line in lines_by_source(stdout).items()}
-
-
-def rows(sql: str, params: Any = (), db: str = DB) -> list[dict[str, Any]]:
-    conn = open_db(db)
-    try:
-        return query(conn, sql, params)
-    finally:
-        conn.close()
-
-
-def count(sql: str, params: Any = (), db: str = DB) -> int:
-    conn = open_db(db)
-    try:
-        return int(scalar(conn, sql, params))
-    finally:
-        conn.close()
-
-
-def documents(db: str = DB) -> list[dict[str, Any]]:
-    return rows("SELECT * FROM gb_artifacts WHERE parent_id IS NULL ORDER BY id", db=db)
-
-
-def current_by_source(db: str = DB) -> dict[str, dict[str, Any]]:
-    """The latest version of each stored source (not superseded); one per source."""
-    current = [d for d in documents(db) if d["superseded_by"] is None]
-    by_source = {d["source"]: d for d in current}
-    assert len(by_source) == len(current), [d["source"] for d in current]
-    return by_source
-
-
-def absolute(name: str) -> str:
-    return str(Path.cwd() / name)
-
-
-def assert_database_sound(db: str = DB) -> None:
-    """integrity_check ok, and no chunk without what its transaction stores with it: its
-    summary, and (unless its embeddings are marked pending) its chunk and summary vectors;
-    each document's stored chunks are its first ones, in order."""
-    conn = open_db(db)
-    try:
-        assert query(conn, "PRAGMA integrity_check") == [{"integrity_check": "ok"}]
-        assert integrity_problems(conn) == []
-        chunks = query(
-            conn,
-            """SELECT c.id, c.parent_id, c.chunk_index, c.pending, s.id AS summary_id,
-                      s.inference_id AS summary_inference
-               FROM gb_artifacts c
-               LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
-               WHERE c.parent_id IS NOT NULL AND c.kind <> 'chunk_summary'""",
-        )
-        vectors: dict[str, set[str]] = {}
-        for index in ("chunks", "summaries"):
-            table = f"dataset-1-{index}"
-            exists = scalar(conn, "SELECT count(*) FROM sqlite_master WHERE name = ?", (table,))
-            vectors[index] = (
-                {r["vector_id"] for r in query(conn, f'SELECT vector_id FROM "{table}"')}
-                if exists
-                else set()
-            )
-        for chunk in chunks:
-            if chunk["pending"]:
-                continue
-            assert chunk["summary_id"] is not None and chunk["summary_inference"], chunk
-            assert f"chunk-{chunk['id']}" in vectors["chunks"], chunk
-            assert f"summary-{chunk['summary_id']}" in vectors["summaries"], chunk
-        by_document: dict[int, list[int]] = {}
-        for chunk in chunks:
-            by_document.setdefault(chunk["parent_id"], []).append(chunk["chunk_index"])
-        for indexes in by_document.values():
-            assert sorted(indexes) == list(range(len(indexes))), indexes
-    finally:
-        conn.close()
-
-
-def vec_stats(gb_cli) -> dict[str, dict[str, Any]]:
-    result = gb(gb_cli, "vec-stats", "--json")
-    return {row["index"]: row for row in map(json.loads, result.stdout.splitlines())}
-
-
-def assert_vectors_complete(stats: dict[str, dict[str, Any]]) -> None:
-    assert sorted(stats) == ["chunks", "edges", "entities", "summaries"]
-    for row in stats.values():
-        assert row["held"] == row["should"], row
-        assert (row["pending"], row["missing"], row["orphans"]) == (0, 0, 0), row
-    assert stats["entities"]["held"] > 0 and stats["edges"]["held"] > 0
-
-
-def assert_documents_complete(db: str = DB) -> None:
-    """Every current document complete, with all its chunks stored."""
-    for doc in current_by_source(db).values():
-        assert (doc["status"], doc["pending"]) == ("complete", ""), doc
-        stored = count(
-            """SELECT count(*) FROM gb_artifacts WHERE parent_id = ?
-               AND kind <> 'chunk_summary'""",
-            (doc["id"],),
-            db=db,
-        )
-        assert stored == doc["chunk_count"], doc
-
-
-def stderr_lines(result: Any) -> list[str]:
-    return [line for line in result.stderr.splitlines() if line.strip()]
-
+from tests.helpers import (
+    BROKEN,
+    DB,
+    absolute,
+    assert_database_sound,
+    assert_documents_complete,
+    assert_indexes_complete,
+    bad_batch,
+    count,
+    current_by_source,
+    documents,
+    gb,
+    lines_by_source,
+    rows,
+    statuses,
+    stderr_lines,
+    story,
+    write,
+)
+from tests.llm_server import Fault, LLMServer
 
 # ------------------------------------------------------------------ 1. many inputs
 
@@ -380,18 +189,6 @@ def test_a_changed_file_is_a_new_version_and_list_shows_the_latest(gb_cli, onlin
 
 # ------------------------------------------------------------------ 3. partial failure
 
-BROKEN = "Zebulon Quartermaine signed the Vantablack accord in Reykjavik."
-
-
-def bad_batch() -> dict[str, str]:
-    """Two good files, one not UTF-8, one whose extraction the server breaks."""
-    return {
-        "good1": str(write("in/good1.md", story(1))),
-        "good2": str(write("in/good2.md", story(2, paragraphs=2))),
-        "latin1": str(write("in/latin1.txt", "Zoë Ærø from Tromsø.\n".encode("latin-1"))),
-        "broken": str(write("in/broken.md", f"Report 3. {BROKEN}\n")),
-    }
-
 
 def break_extraction(server: LLMServer) -> Fault:
     return server.add_fault(Fault("malformed", stage="extract_graph", match=BROKEN, times=-1))
@@ -507,9 +304,21 @@ def test_max_cost_stops_cleanly_and_a_rerun_completes_the_rest(gb_cli, online) -
     assert set(lines) == set(names)
     left = [s for s, line in lines.items() if line["status"] == "left"]
     assert left and {line["status"] for line in lines.values()} <= {"remembered", "left"}
-    for name in left:  # stopped by the budget, and saying so when it had begun
-        assert "artifact_id" not in lines[name]
-        assert "stopped at --max-cost" in lines[name].get("error", "stopped at --max-cost")
+    # An input the budget stopped once it had begun says so; one it never let start has
+    # no error, and the LLM was asked nothing about it (its title line is in no request).
+    stopped = [name for name in left if "error" in lines[name]]
+    never_started = [name for name in left if "error" not in lines[name]]
+    assert stopped and never_started
+    for name in stopped:
+        assert set(lines[name]) == {"source", "status", "error"}
+        assert lines[name]["error"].startswith(f"{name}: ")
+        assert f"stopped at --max-cost ${BUDGET:g}: $" in lines[name]["error"]
+    asked = json.dumps([request.body for request in online.requests])
+    for name in never_started:
+        assert lines[name] == {"source": name, "status": "left"}
+        assert Path(name).read_text().splitlines()[0] not in asked, name
+    # Inputs start in the order given: those never started are the last ones.
+    assert names[-len(never_started) :] == never_started
     spent = rows(
         "SELECT sum(cost) AS cost, count(*) AS n, count(cost) AS priced FROM gb_inferences"
     )
@@ -531,7 +340,8 @@ def test_max_cost_stops_cleanly_and_a_rerun_completes_the_rest(gb_cli, online) -
             assert again[name]["artifact_id"] == begun[absolute(name)]
     assert len(documents()) == len(names)
     assert_documents_complete()
-    assert_vectors_complete(vec_stats(gb_cli))
+    vectors = assert_indexes_complete(gb_cli)
+    assert vectors["entities"] > 0 and vectors["edges"] > 0
 
 
 def test_the_summary_of_a_stopped_run_counts_what_it_spent(gb_cli, online) -> None:

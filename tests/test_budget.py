@@ -17,33 +17,17 @@ import pytest
 from gligabao.config import Price
 from gligabao.store import open_db
 from gligabao.store.db import transaction
-
-try:  # `tests` is a namespace package when the repository root is on sys.path
-    from tests.test_batch import (
-        DB,
-        Fault,
-        LLMServer,
-        configure,
-        gb,
-        lines_by_source,
-        rows,
-        stderr_lines,
-        story,
-        write,
-    )
-except ImportError:  # pytest's rootdir-relative import puts tests/ itself on sys.path
-    from test_batch import (
-        DB,
-        Fault,
-        LLMServer,
-        configure,
-        gb,
-        lines_by_source,
-        rows,
-        stderr_lines,
-        story,
-        write,
-    )
+from tests.helpers import (
+    DB,
+    configure,
+    gb,
+    lines_by_source,
+    rows,
+    stderr_lines,
+    story,
+    write,
+)
+from tests.llm_server import Fault, LLMServer
 
 CHAT = Price(input=0.5, output=10.0)
 EMBED = Price(input=0.5, output=0.0)

@@ -14,27 +14,17 @@ import ast
 import difflib
 import functools
 import itertools
-import os
 import re
-import time
 from bisect import bisect_right
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from gligabao.chunk import ESTIMATOR, Chunk, ChunkSettings, cut, split_text
 from gligabao.chunk.code import split_code
 from gligabao.chunk.tokens import token_marks
-from tests.chunk_checks import assert_invariants
-
-EXAMPLES = 500
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=bool(os.environ.get("CI")),
-)
+from tests.chunk_checks import PROPERTY, assert_invariants
 
 sizes = st.one_of(
     st.integers(32, 160), st.integers(32, 2000), st.sampled_from([32, 64, 1024, 2000])
@@ -620,15 +610,3 @@ def test_exact_tiktoken_counts_with_overlap(tiktoken_counts, size, overlap):
     assert_invariants(text, chunks, size, overlap, tiktoken_counts)
     plain = split_text(text, chunk_size=size, overlap_percent=overlap, tokenizer=tiktoken_counts)
     assert_invariants(text, plain, size, overlap, tiktoken_counts)
-
-
-def test_code_mode_is_within_a_few_times_text_mode():
-    """A loose guard (the figure is measured in bench/): parsing is most of the cost."""
-    text = "\n\n".join(stdlib_source(name) for name in ("argparse", "difflib", "textwrap"))
-    started = time.perf_counter()
-    split_text(text)
-    text_s = time.perf_counter() - started
-    started = time.perf_counter()
-    split_code(text)
-    code_s = time.perf_counter() - started
-    assert code_s < max(20 * text_s, 0.5)

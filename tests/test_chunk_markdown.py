@@ -19,22 +19,14 @@ import os
 import re
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
 from gligabao.chunk import ESTIMATOR
 from gligabao.chunk.markdown import _Document, split_markdown
 from gligabao.chunk.text import Chunk, Splitter
-from tests.chunk_checks import assert_invariants
-
-EXAMPLES = 500
-PROPERTY = settings(
-    max_examples=EXAMPLES,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-    derandomize=bool(os.environ.get("CI")),
-)
+from tests.chunk_checks import PROPERTY, assert_invariants
 
 sizes = st.one_of(st.integers(32, 160), st.integers(32, 2000), st.sampled_from([32, 64, 1024]))
 overlaps = st.one_of(st.integers(0, 50), st.sampled_from([0, 20, 50]))

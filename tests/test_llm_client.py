@@ -31,11 +31,7 @@ from gligabao.llm import (
     validate,
 )
 from gligabao.llm.client import REASONING_HEADROOM
-
-try:  # `tests` is a namespace package when the repository root is on sys.path
-    from tests.llm_server import Fault, LLMServer, answer_model
-except ModuleNotFoundError:  # pytest's rootdir-relative import puts tests/ itself on sys.path
-    from llm_server import Fault, LLMServer, answer_model
+from tests.llm_server import Fault, LLMServer, answer_model
 
 SECRET = "sk-test-secret-123456"
 TEXT = "Alice Smith works at Acme Corp since 2021-03-01. Bob Jones met Alice Smith in Paris."
@@ -300,7 +296,7 @@ def test_timeout_is_retried(srv: LLMServer) -> None:
     started = time.monotonic()
     answer = run(chat(make_llm(srv, llm__timeout=1), summarize_chunk_request(CHUNK)))
     assert answer.inference.attempts == 2
-    assert 1.0 <= time.monotonic() - started < 2.5
+    assert time.monotonic() - started >= 1.0  # the first attempt waited out its limit
 
 
 def test_timeout_without_retries_names_the_limit(srv: LLMServer) -> None:
@@ -657,9 +653,12 @@ def echo() -> Iterator[ThreadingHTTPServer]:
 
 @pytest.mark.parametrize("status", [401, 500])
 def test_secret_never_in_errors_or_logs(
-    echo: ThreadingHTTPServer, status: int, caplog: pytest.LogCaptureFixture
+    echo: ThreadingHTTPServer,
+    status: int,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    _EchoHandler.status = status
+    monkeypatch.setattr(_EchoHandler, "status", status)  # restored after the test
     base_url = f"http://127.0.0.1:{echo.server_address[1]}/v1"
     config = load_config(
         None,

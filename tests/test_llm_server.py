@@ -19,10 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-try:  # `tests` is a namespace package when the repository root is on sys.path
-    from tests.llm_server import Fault, LLMServer, answer_model, embed_text, extract_graph, resolve
-except ModuleNotFoundError:  # pytest's rootdir-relative import puts tests/ itself on sys.path
-    from llm_server import Fault, LLMServer, answer_model, embed_text, extract_graph, resolve
+from tests.llm_server import Fault, LLMServer, answer_model, embed_text, extract_graph, resolve
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,16 +22,21 @@ from gligabao.inputs import read_source
 from gligabao.llm import LLM
 from gligabao.pipeline import ChunkFailed, Options, remember
 from gligabao.store import open_db
-from gligabao.store.db import query, scalar
+from tests.helpers import (
+    DB,
+    SECRET,
+    absolute,
+    assert_indexes_complete,
+    configure,
+    count,
+    documents,
+    gb,
+    rows,
+    write,
+)
+from tests.llm_server import Fault, LLMServer, answer_model
 
-try:  # `tests` is a namespace package when the repository root is on sys.path
-    from tests.llm_server import Fault, LLMServer, answer_model
-except ModuleNotFoundError:  # pytest's rootdir-relative import puts tests/ itself on sys.path
-    from llm_server import Fault, LLMServer, answer_model
-
-SECRET = "gbtest-Q7w3E9r1T5y8U2i4o6P0"
 MODEL = answer_model("gpt-4o-mini")  # what the server answers with: gpt-4o-mini-2024-07-18
-DB = "gb.db"  # in the test's own folder (the autouse fixture chdirs there)
 R7_KEYS = [
     "artifact_id",
     "entities",
@@ -83,12 +87,6 @@ def typer_bytes() -> bytes:
     return data
 
 
-def write(name: str, data: bytes) -> Path:
-    path = Path.cwd() / name
-    path.write_bytes(data)
-    return path
-
-
 def plan(text: str, chunk_size: int, path: str | None = None) -> list[Any]:
     """The chunks gb will make of ``text`` at this chunk size (the library's own cut),
     in the mode the file name ``path`` calls for."""
@@ -113,43 +111,7 @@ def unique_marker(text: str, chunks: list[Any], index: int) -> str:
     raise AssertionError(f"chunk {index} holds nothing unique")
 
 
-# ------------------------------------------------------------------ fixtures and helpers
-
-
-@pytest.fixture
-def server() -> Iterator[LLMServer]:
-    with LLMServer() as srv:
-        yield srv
-
-
-def configure(monkeypatch: pytest.MonkeyPatch, server: LLMServer | None, **extra: str) -> None:
-    """The environment a user would set; no endpoint at all when ``server`` is None."""
-    env = {
-        "GB_DB": str(Path.cwd() / DB),
-        "GB_LLM_MAX_RETRIES": "1",
-        "GB_EMBEDDINGS_DIMENSIONS": "64",
-        "GB_CHUNK_SIZE": "128",
-        **extra,
-    }
-    if server is not None:
-        env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=SECRET)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-
-
-@pytest.fixture
-def online(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
-    configure(monkeypatch, server)
-    return server
-
-
-def gb(gb_cli, *args: str, code: int = 0) -> Any:
-    result = gb_cli(*args)
-    # A traceback also exits 1: only a deliberate exit counts.
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        raise result.exception
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr)
-    return result
+# ------------------------------------------------------------------ helpers
 
 
 def remember_json(gb_cli, *args: str) -> dict[str, Any]:
@@ -163,53 +125,18 @@ def remember_json(gb_cli, *args: str) -> dict[str, Any]:
     return response
 
 
-def rows(sql: str, params: Any = ()) -> list[dict[str, Any]]:
-    conn = open_db(DB)
-    try:
-        return query(conn, sql, params)
-    finally:
-        conn.close()
-
-
-def count(sql: str, params: Any = ()) -> int:
-    conn = open_db(DB)
-    try:
-        return int(scalar(conn, sql, params))
-    finally:
-        conn.close()
-
-
-def vec_stats(gb_cli) -> dict[str, dict[str, Any]]:
-    result = gb(gb_cli, "vec-stats", "--json")
-    return {row["index"]: row for row in map(json.loads, result.stdout.splitlines())}
-
-
-def assert_indexes_complete(gb_cli) -> dict[str, int]:
-    """Every index holds exactly the vectors it should; returns what each holds."""
-    stats = vec_stats(gb_cli)
-    assert sorted(stats) == ["chunks", "edges", "entities", "summaries"]
-    for row in stats.values():
-        assert row["held"] == row["should"], row
-        assert (row["missing"], row["orphans"], row["pending"]) == (0, 0, 0), row
-    return {name: row["held"] for name, row in stats.items()}
-
-
 def vector_count(table: str, where: str = "", params: Any = ()) -> int:
     return count(f'SELECT count(*) FROM "dataset-1-{table}" {where}', params)
 
 
 def error_line(result: Any) -> str:
-    lines = [line for line in result.stderr.splitlines() if line.startswith("gb: ")]
-    assert lines, result.stderr
-    return " ".join(result.stderr.split())
+    """The one line of stderr that says what went wrong."""
+    (line,) = [line for line in result.stderr.splitlines() if line.startswith("gb: ")]
+    return line
 
 
 def calls(server: LLMServer) -> dict[str, int]:
     return {stage: server.calls(stage) for stage in (*CHAT_STAGES, "embed")}
-
-
-def documents() -> list[dict[str, Any]]:
-    return rows("SELECT * FROM gb_artifacts WHERE parent_id IS NULL")
 
 
 def chunk_rows(document_id: int) -> list[dict[str, Any]]:
@@ -773,7 +700,7 @@ def test_calls_run_concurrently_and_cost_at_most_two_and_a_half_per_chunk(
 
 def test_show_list_stats_and_inferences_show_what_was_stored(gb_cli, online, monkeypatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")  # a wide terminal: table cells are not cut
-    path = write("apache.txt", apache_bytes())
+    path = write(absolute("apache.txt"), apache_bytes())  # named by its absolute path
     response = remember_json(gb_cli, str(path), "--chunk-size", "400")
     doc_id, n = response["artifact_id"], len(response["chunks"])
 

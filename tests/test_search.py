@@ -4,8 +4,6 @@ texts nobody here wrote, embedded by the test server's deterministic embeddings.
 from __future__ import annotations
 
 import json
-import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,10 +12,9 @@ from gligabao.search import fuse, line_range, search
 from gligabao.store import open_db
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset
-from tests.llm_server import LLMServer
+from tests.helpers import SECRET
+from tests.llm_server import Fault
 
-LICENSES = Path("/usr/share/common-licenses")
-CORPUS = ("Apache-2.0", "MPL-2.0", "GPL-3")
 HIT_KEYS = {
     "score",
     "ranks",
@@ -33,31 +30,6 @@ HIT_KEYS = {
     "text",
     "summary",
 }
-
-needs_corpus = pytest.mark.skipif(
-    not all((LICENSES / name).is_file() for name in CORPUS), reason="no licence texts here"
-)
-
-
-@pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        for name, value in {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "sk-search-test",
-            "GB_DB": str(Path.cwd() / "gb.db"),
-            "GB_EMBEDDINGS_DIMENSIONS": "64",
-            "GB_CHUNK_SIZE": "128",
-        }.items():
-            monkeypatch.setenv(name, value)
-        yield server
-
-
-@pytest.fixture
-def corpus() -> list[str]:
-    for name in CORPUS:
-        shutil.copy(LICENSES / name, name)
-    return list(CORPUS)
 
 
 def _hits(gb_cli, *args: str) -> list[dict]:
@@ -155,7 +127,6 @@ def test_library_hits_point_at_lines_and_map_summaries_to_their_chunk(tmp_path: 
 # ------------------------------------------------------------------ gb search on a corpus
 
 
-@needs_corpus
 def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, online, corpus) -> None:
     assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
 
@@ -182,7 +153,6 @@ def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, online, corpu
         assert hit["line_start"] == before and hit["line_end"] >= hit["line_start"]
 
 
-@needs_corpus
 def test_default_output_shows_path_lines_and_score(gb_cli, online, corpus) -> None:
     assert gb_cli("remember", corpus[0], "--quiet").exit_code == 0
     result = gb_cli("search", "Grant of Patent License", "-k", "3")
@@ -282,7 +252,6 @@ def test_the_cli_leaves_depth_to_search(gb_cli, monkeypatch) -> None:
     assert seen["depth"] == 5 and seen["k"] == 20
 
 
-@needs_corpus
 def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(gb_cli, online, corpus) -> None:
     """The hybrid search runs its two halves at once on two connections; its ranking must
     still be the fusion of the two lists each method gives alone."""
@@ -299,8 +268,6 @@ def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(gb_cli, online, cor
 
 
 def test_a_failing_query_embedding_exits_1_and_names_it(gb_cli, online, monkeypatch) -> None:
-    from tests.llm_server import Fault
-
     Path("notes.txt").write_text("The heron waits by the river. " * 40)
     assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
     monkeypatch.setenv("GB_LLM_MAX_RETRIES", "0")
@@ -309,5 +276,5 @@ def test_a_failing_query_embedding_exits_1_and_names_it(gb_cli, online, monkeypa
     assert result.exit_code == 1
     (line,) = result.stderr.strip().splitlines()  # one line, no traceback
     assert "embed (text-embedding-3-small): HTTP 500" in line
-    assert "sk-search-test" not in result.stderr + result.stdout
+    assert SECRET not in result.stderr + result.stdout
     assert _hits(gb_cli, "heron", "--method", "bm25")  # BM25 still answers

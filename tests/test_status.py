@@ -6,33 +6,16 @@ from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from gligabao.store import open_db
 from gligabao.store.db import query
-from tests.llm_server import LLMServer
+from tests.helpers import SECRET
 
 GUIDE = "\n\n".join(
     f"## Part {n}\n\n" + " ".join(f"Step {n}.{i} turns the valve {i} times." for i in range(30))
     for n in range(1, 5)
 )
-
-
-@pytest.fixture
-def online(monkeypatch: pytest.MonkeyPatch) -> Iterator[LLMServer]:
-    with LLMServer() as server:
-        for name, value in {
-            "OPENAI_BASE_URL": server.base_url,
-            "OPENAI_API_KEY": "sk-status-test",
-            "GB_DB": str(Path.cwd() / "gb.db"),
-            "GB_EMBEDDINGS_DIMENSIONS": "32",
-            "GB_CHUNK_SIZE": "128",
-        }.items():
-            monkeypatch.setenv(name, value)
-        yield server
 
 
 def states(gb_cli, *args: str) -> tuple[int, dict[str, str]]:
@@ -67,7 +50,7 @@ def test_a_document_stored_offline_is_incomplete_until_completed(gb_cli, online,
     assert gb_cli("remember", "guide.md", "--quiet").exit_code == 0
     assert states(gb_cli, "guide.md") == (1, {"guide.md": "incomplete"})
     monkeypatch.setenv("OPENAI_BASE_URL", online.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-status-test")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     assert gb_cli("remember", "guide.md", "--quiet").exit_code == 0
     assert states(gb_cli, "guide.md") == (0, {"guide.md": "in sync"})
 

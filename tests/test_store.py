@@ -163,7 +163,7 @@ def test_a_held_write_lock_raises_database_busy_quickly(path: Path) -> None:
     started = time.monotonic()
     with pytest.raises(DatabaseBusy) as err, transaction(waiter):
         waiter.execute("INSERT INTO gb_models(name) VALUES ('blocked')")
-    assert time.monotonic() - started < 3
+    assert time.monotonic() - started < 5  # its 0.1 s, not the default 10 s
     message = str(err.value)
     assert "locked by another process" in message and str(path) in message
     assert "0.1 s" in message and "busy_timeout" in message
