@@ -39,10 +39,7 @@ def chunk_preview(
     config = configure(
         config_path,
         {
-            "chunk_size": chunk_size,
-            "chunk_overlap_percent": overlap,
-            "mode": mode,
-            "tokenizer": tokenizer,
+            **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
             "database": db,
             "dataset": dataset,
         },
@@ -111,12 +108,7 @@ def show_config(
 
     Example: GB_CHUNK_SIZE=512 gb config
     """
-    flags = {
-        "chunk_size": chunk_size,
-        "chunk_overlap_percent": overlap,
-        "mode": mode,
-        "tokenizer": tokenizer,
-    }
+    flags = options.chunk_flags(chunk_size, overlap, mode, tokenizer)
     rows = configure(config_path, flags).shown()
     if as_json:
         render.json_line({key: {"value": _plain(v), "source": s} for key, v, s in rows})

@@ -95,10 +95,7 @@ def remember_command(
         "dataset": dataset,
         "concurrency": concurrency,
         "contextual": contextual,
-        "chunk_size": chunk_size,
-        "chunk_overlap_percent": overlap,
-        "mode": mode,
-        "tokenizer": tokenizer,
+        **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
     }
     flags.update(_stage_flags("models", model, None))
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))

@@ -62,3 +62,15 @@ StageValues = Annotated[
         "resolve, contextualize_chunk, default."
     ),
 ]
+
+
+def chunk_flags(
+    chunk_size: int | None, overlap: int | None, mode: str | None, tokenizer: str | None
+) -> dict[str, object]:
+    """The cut's options as configuration keys, the same in every command that cuts."""
+    return {
+        "chunk_size": chunk_size,
+        "chunk_overlap_percent": overlap,
+        "mode": mode,
+        "tokenizer": tokenizer,
+    }

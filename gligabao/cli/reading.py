@@ -177,10 +177,7 @@ def status(
     flags = {
         "database": db,
         "dataset": dataset,
-        "chunk_size": chunk_size,
-        "chunk_overlap_percent": overlap,
-        "mode": mode,
-        "tokenizer": tokenizer,
+        **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
     }
     # Here, not at the top: it loads the remember pipeline, which no other command needs.
     from gligabao.pipeline.status import IN_SYNC, sync_status
