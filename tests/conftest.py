@@ -3,11 +3,13 @@
 The autouse fixture chdirs into the test's tmp_path, drops GB_* and OPENAI_*
 variables, and points the user config and cache folders (and tiktoken's cache)
 into tmp_path, so nothing from the machine running the tests leaks in or is
-written outside it. Subprocesses started by a test inherit that environment.
+written outside it. Subprocesses started by a test inherit that environment. No
+socket of the tests or of the Python processes they start connects off the loopback
+interface (tests/netguard).
 
 `server` is a test LLM server of the test's own; `online` is that server with gb
 configured for it through the environment (tests/helpers.py's ``gb_env``); `corpus` is
-the licence texts copied into the test's folder. The plain helpers they use are in
+the licence texts of tests/corpus copied into the test's folder. The plain helpers they use are in
 tests/helpers.py.
 """
 
@@ -23,8 +25,13 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.helpers import CORPUS, LICENSES, configure
+from tests.helpers import CORPUS, CORPUS_DIR, configure
 from tests.llm_server import LLMServer
+from tests.netguard import loopback_only
+
+NETGUARD = Path(__file__).parent / "netguard"
+# No test may reach a network beyond loopback, whatever the code does with its endpoints.
+loopback_only.install()
 
 
 @pytest.fixture(autouse=True)
@@ -35,6 +42,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / ".cache"))
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / ".cache" / "tiktoken"))
+    # ...nor a Python process a test starts: its sitecustomize installs the same guard.
+    path = os.environ.get("PYTHONPATH")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(NETGUARD), path])))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
@@ -89,10 +99,8 @@ def online(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
 
 @pytest.fixture
 def corpus() -> list[str]:
-    """The licence texts helpers.CORPUS copied into the test's folder, by their names;
-    the test is skipped where the system has none."""
-    if not all((LICENSES / name).is_file() for name in CORPUS):
-        pytest.skip(f"no licence texts in {LICENSES}")
+    """The licence texts helpers.CORPUS (shipped in tests/corpus) copied into the test's
+    folder, by their names."""
     for name in CORPUS:
-        shutil.copy(LICENSES / name, name)
+        shutil.copy(CORPUS_DIR / name, name)
     return list(CORPUS)

@@ -25,8 +25,9 @@ DB = "gb.db"
 # the configured key, not a pattern, can keep it out.
 SECRET = "gbtest-Q7w3E9r1T5y8U2i4o6P0"
 
-# Licence texts nobody here wrote, as Debian and Ubuntu ship them (the `corpus` fixture).
-LICENSES = Path("/usr/share/common-licenses")
+# Real texts nobody here wrote, shipped under tests/corpus (its README says whose and on
+# what terms): three licences (the `corpus` fixture) and two Node.js API references.
+CORPUS_DIR = Path(__file__).parent / "corpus"
 CORPUS = ("Apache-2.0", "MPL-2.0", "GPL-3")
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import apsw
@@ -14,6 +16,7 @@ import pytest
 from gligabao.errors import ExitCode
 from gligabao.store import open_db
 from gligabao.store.db import scalar
+from tests.llm_server import Fault
 
 TEXT = "Ada Lovelace wrote the first program. " * 20
 
@@ -206,12 +209,58 @@ def _readme_exit_codes() -> dict[int, str]:
     return {int(code): meaning for code, meaning in rows}
 
 
-def test_the_readme_exit_codes_match_what_gb_does() -> None:
+def test_the_readme_exit_codes_match_what_gb_does(gb_cli, server, monkeypatch) -> None:
+    """Each code of the README's table is what gb exits with in a case its row names."""
+    monkeypatch.setenv("GB_DB", str(Path.cwd() / "gb.db"))
+    Path("notes.txt").write_text(TEXT)
+    Path("long.txt").write_text(TEXT * 10)
     table = _readme_exit_codes()
-    assert set(table) == {int(code) for code in ExitCode}
-    assert "gb status" in table[ExitCode.FAILURE]  # a file not in sync
-    assert "gb status" in table[ExitCode.BAD_INPUT]  # a file it cannot read
-    assert "no database" in table[ExitCode.DATABASE] and "gb remember" in table[6]
+    seen: dict[int, str] = {}
+
+    def exits(code: int, *args: str) -> None:
+        result = gb_cli(*args)
+        assert not isinstance(result.exception, Exception) or isinstance(
+            result.exception, SystemExit
+        ), result.exception
+        assert result.exit_code == code, (args, result.stderr)
+        seen[code] = " ".join(args)
+
+    exits(0, "remember", "notes.txt")  # offline: stored, stages pending
+    exits(2, "remember", "--no-such-option")
+    exits(3, "remember", "missing.txt")
+    exits(4, "remember", "notes.txt", "missing.txt")
+    exits(5, "remember", "notes.txt", "--chunk-size", "5")
+    exits(6, "list", "--db", "typo.db")
+    Path("notes.txt").write_text(TEXT + "An edit.\n")
+    exits(1, "status", "notes.txt")  # not in sync
+    monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-exit-codes")
+    monkeypatch.setenv("GB_LLM_MAX_RETRIES", "0")
+    server.add_fault(Fault("500", stage="extract_graph", times=-1))
+    exits(1, "remember", "long.txt", "--chunk-size", "64")  # a call failed
+
+    # Interrupted: a real process, sent SIGINT while it waits for the server.
+    server.clear_faults()
+    server.latency = 30
+    Path("other.txt").write_text(TEXT * 3)
+    asked = len(server.requests)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gligabao", "remember", "other.txt", "--chunk-size", "64"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    while len(server.requests) == asked and proc.poll() is None:
+        assert time.monotonic() < deadline, "gb never sent a request"
+        time.sleep(0.01)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err.decode()
+    seen[130] = "remember, then SIGINT"
+
+    assert set(table) == set(seen)
+    assert "gb status" in table[1] and "gb status" in table[3]
+    assert "no database" in table[6] and "gb remember" in table[6]
 
 
 def test_the_list_table_says_which_dataset_each_document_is_in(gb_cli) -> None:

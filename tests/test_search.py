@@ -137,9 +137,17 @@ def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, online, corpu
     assert all(set(h) == HIT_KEYS for h in hits)
     assert all(h["ranks"].keys() == {"bm25"} for h in hits)
 
-    # Vector: hits come back, each ranked by the vector method only.
-    hits = _hits(gb_cli, "patent license termination litigation", "--method", "vector")
+    # Vector: a sentence of one chunk, as the query, finds that chunk first (the test
+    # server's embeddings are bags of words: the same words, the nearest vector), and the
+    # ranks run in order of nearness.
+    (chunk,) = _hits(gb_cli, "Larger Work", "--method", "bm25", "-k", "1")
+    sentence = max(chunk["text"].split("\n\n"), key=len)
+    hits = _hits(gb_cli, sentence, "--method", "vector")
     assert len(hits) == 10 and all(h["ranks"].keys() == {"vector"} for h in hits)
+    assert hits[0]["artifact_id"] == chunk["artifact_id"]
+    assert [h["ranks"]["vector"] for h in hits] == list(range(1, 11))
+    bm25_only = _hits(gb_cli, sentence, "--method", "bm25", "-k", "10")
+    assert {h["artifact_id"] for h in bm25_only} != {h["artifact_id"] for h in hits}
 
     # Hybrid: fused scores, descending; the lines match the byte offsets.
     hits = _hits(gb_cli, "Convey the Program in object code", "-k", "20")
@@ -252,19 +260,41 @@ def test_the_cli_leaves_depth_to_search(gb_cli, monkeypatch) -> None:
     assert seen["depth"] == 5 and seen["k"] == 20
 
 
-def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(gb_cli, online, corpus) -> None:
+def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(
+    gb_cli, online, corpus, monkeypatch
+) -> None:
     """The hybrid search runs its two halves at once on two connections; its ranking must
-    still be the fusion of the two lists each method gives alone."""
+    still be the reciprocal rank fusion of the two lists each method gives alone, with the
+    configuration's search.rrf_k, computed here by hand."""
     assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
     query = "distribute copies of the Program under these terms"
     depth = ("-k", "50")  # -k 50 = the default depth: each list as hybrid sees it
     bm25 = [h["artifact_id"] for h in _hits(gb_cli, query, "--method", "bm25", *depth)]
     vector = [h["artifact_id"] for h in _hits(gb_cli, query, "--method", "vector", *depth)]
+    assert len(bm25) > 20 and len(vector) == 50 and bm25[:5] != vector[:5]
+    monkeypatch.setenv("GB_SEARCH_RRF_K", "2")  # far from the default 60: it changes the order
+    scores: dict[int, float] = {}
+    for ranking in (bm25, vector):
+        for rank, key in enumerate(ranking, start=1):
+            scores[key] = scores.get(key, 0.0) + 1 / (2 + rank)
+
     hybrid = _hits(gb_cli, query, "-k", "20")
-    expected = fuse({"bm25": bm25, "vector": vector})[:20]
-    assert [h["artifact_id"] for h in hybrid] == [key for key, _, _ in expected]
-    assert [h["ranks"] for h in hybrid] == [ranks for _, _, ranks in expected]
-    assert [h["score"] for h in hybrid] == pytest.approx([s for _, s, _ in expected])
+
+    assert len(hybrid) == 20
+    for hit in hybrid:
+        key = hit["artifact_id"]
+        ranks = {m: r.index(key) + 1 for m, r in (("bm25", bm25), ("vector", vector)) if key in r}
+        assert hit["ranks"] == ranks
+        assert hit["score"] == pytest.approx(scores[key])
+    shown = [h["score"] for h in hybrid]
+    assert shown == sorted(shown, reverse=True)
+    best = sorted(scores.values(), reverse=True)[:20]  # the 20 best, ties at the edge aside
+    assert shown == pytest.approx(best)
+    monkeypatch.delenv("GB_SEARCH_RRF_K")
+    default = _hits(gb_cli, query, "-k", "20")
+    assert default[0]["score"] == pytest.approx(
+        sum(1 / (60 + r) for r in default[0]["ranks"].values())
+    )
 
 
 def test_a_failing_query_embedding_exits_1_and_names_it(gb_cli, online, monkeypatch) -> None:

@@ -374,35 +374,43 @@ def test_close_edge(conn, ds: int) -> None:
         graph.insert_edge(conn, other, alice, acme, "x", "cross-dataset edge")
 
 
-@pytest.mark.parametrize(
-    "hostile",
-    [
-        'C++ "Foo" AND',
-        "NEAR(a b",
-        "*",
-        '"',
-        "'",
-        "",
-        "   ",
-        "a:b",
-        "^start",
-        "- NOT OR",
-        "name : x",
-        "{name}: y",
-        "🚀🚀",
-        "(((",
-        "foo*",
-        "AND OR NOT",
-    ],
-)
+# Each hostile text, and the names of the entities that share one of its words, best
+# first: FTS5 syntax in it is never syntax ("name :" is no column filter, NOT no operator).
+HOSTILE_FTS = {
+    'C++ "Foo" AND': ["C++ Foo", "Café And Co"],  # c, foo, and: Foo's two words beat one
+    "NEAR(a b": [],
+    "*": [],
+    '"': [],
+    "'": [],
+    "": [],
+    "   ": [],
+    "a:b": [],
+    "^start": [],
+    "- NOT OR": [],
+    "name : x": [],
+    "{name}: y": [],
+    "🚀🚀": [],
+    "(((": [],
+    "foo*": ["C++ Foo"],
+    "AND OR NOT": ["Café And Co"],
+    "CAFE": ["Café And Co"],  # case and accents folded
+    "co-op": ["Café And Co"],
+}
+
+
+@pytest.mark.parametrize("hostile", list(HOSTILE_FTS))
 def test_fts_candidates_take_any_text(conn, ds: int, hostile: str) -> None:
-    foo = graph.insert_entity(conn, ds, "C++ Foo", "language")
-    graph.insert_entity(conn, ds, "Café And Co", "org")
+    ids = {
+        graph.insert_entity(conn, ds, "C++ Foo", "language"): "C++ Foo",
+        graph.insert_entity(conn, ds, "Café And Co", "org"): "Café And Co",
+    }
+    doc = artifacts.insert_document(
+        conn, dataset_id=ds, text="Notes on C++ Foo and the Café co-op.", source="n.txt"
+    )
     got = graph.entity_candidates_fts(conn, ds, hostile)
-    assert isinstance(got, list)
-    if hostile == 'C++ "Foo" AND':
-        assert got[0]["id"] == foo and "rank" in got[0]
-    assert isinstance(artifacts.search_artifacts_fts(conn, ds, hostile), list)
+    assert [ids[row["id"]] for row in got] == HOSTILE_FTS[hostile]
+    hits = artifacts.search_artifacts_fts(conn, ds, hostile)
+    assert [h["artifact_id"] for h in hits] == ([doc] if HOSTILE_FTS[hostile] else [])
 
 
 def test_fts_candidates_rank_and_fold(conn, ds: int) -> None:

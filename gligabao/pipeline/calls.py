@@ -168,10 +168,17 @@ class Calls:
             flight.stopped = True
             if flight.sending:
                 self._carried_on.add(task)
-                task.add_done_callback(self._carried_on.discard)
+                task.add_done_callback(self._settle_carried_on)
             else:
                 task.cancel()
             raise
+
+    def _settle_carried_on(self, task: asyncio.Task[Any]) -> None:
+        # Its failure is recorded with it; read here, or asyncio logs "Task exception was
+        # never retrieved" when the task is collected (shield no longer watches it).
+        self._carried_on.discard(task)
+        if not task.cancelled():
+            task.exception()
 
     async def finish(self) -> None:
         """Wait for the calls carried on after a cancel (see `_to_the_end`); their own
