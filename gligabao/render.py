@@ -500,3 +500,109 @@ def eval_table(results: list[EvalResult], queries: int, ks: Sequence[int]) -> No
             cells.append(tokens)
         table.add_row(*(Text(c) for c in cells))
     stdout.print(table)
+
+
+def _interval(fact: Any) -> str:
+    since = (fact.valid_at or "?")[:10]
+    until = fact.invalid_at[:10] if fact.invalid_at else "now"
+    return f"{since} → {until}"
+
+
+def _where(evidence: Any) -> str:
+    where = evidence.source or f"document {evidence.document_id}"
+    lines = f"{evidence.line_start}" + (
+        f"-{evidence.line_end}" if evidence.line_end != evidence.line_start else ""
+    )
+    return f"{where}:{lines}"
+
+
+def facts_list(facts: list[Any], *, where: bool = True) -> None:
+    """Each fact: id, source —RELATION→ target, its interval and status, the fact, and
+    (unless not `where`) where it is stated."""
+    for fact in facts:
+        head = Text.assemble(
+            (f"#{fact.id} ", "dim"),
+            (fact.source, "bold"),
+            (f" —{fact.relation}→ ", "cyan"),
+            (fact.target, "bold"),
+            (f"  {_interval(fact)}", "green" if fact.status == "current" else "yellow"),
+            ("" if fact.status == "current" else "  closed", "yellow"),
+        )
+        stdout.print(head, soft_wrap=True)
+        stdout.print(Padding(Text(fact.fact), (0, 0, 0, 3), expand=False))
+        for evidence in fact.evidence if where else ():
+            stdout.print(Text("   " + _where(evidence), style="dim cyan"), soft_wrap=True)
+
+
+def why(fact: Any, closer: Any | None, read_lines: Any) -> None:
+    """A fact, each piece of its evidence with the quote highlighted in its lines, and what
+    closed it with its own evidence and the reason."""
+    facts_list([fact], where=False)
+    for evidence in fact.evidence:
+        _evidence_lines(evidence, read_lines)
+    if fact.closed_by:
+        stdout.print(
+            Text.assemble(
+                ("closed by ", "yellow"),
+                (f"#{fact.closed_by['id']}", "bold"),
+                (f": {fact.closed_by['reason'] or 'no reason given'}", ""),
+            ),
+            soft_wrap=True,
+        )
+        if closer is not None:
+            facts_list([closer], where=False)
+            for evidence in closer.evidence:
+                _evidence_lines(evidence, read_lines)
+
+
+def _evidence_lines(evidence: Any, read_lines: Any) -> None:
+    data, begins = read_lines(evidence.document_id, evidence.start_offset, evidence.end_offset)
+    text = Text(data.decode("utf-8", "replace").rstrip("\n"))
+    start = len(data[: evidence.start_offset - begins].decode("utf-8", "replace"))
+    end = len(data[: evidence.end_offset - begins].decode("utf-8", "replace"))
+    text.stylize("bold yellow" if evidence.exact else "yellow", start, end)
+    mark = "" if evidence.exact else "  (not an exact quote: the span shown is approximate)"
+    stdout.print(Text(f"   {_where(evidence)}{mark}", style="dim cyan"), soft_wrap=True)
+    stdout.print(Padding(text, (0, 0, 0, 5), expand=False))
+
+
+def entity_view(view: Any) -> None:
+    """An entity: name, type and summary; its facts as a timeline; its neighbours; the
+    documents that mention it."""
+    stdout.print(
+        Text.assemble(
+            (f"#{view.id} ", "dim"), (view.name, "bold"), (f"  ({view.type})", "magenta")
+        ),
+        soft_wrap=True,
+    )
+    if view.summary:
+        stdout.print(Padding(Text(view.summary), (0, 0, 0, 3), expand=False))
+    stdout.print(Text(f"facts ({len(view.facts)}), oldest first:", style="bold"))
+    facts_list(view.facts)
+    for fact in view.facts:
+        if fact.closed_by:
+            stdout.print(
+                Text(
+                    f"   #{fact.id} closed by #{fact.closed_by['id']}: "
+                    f"{fact.closed_by['reason'] or 'no reason given'}",
+                    style="yellow",
+                ),
+                soft_wrap=True,
+            )
+    if view.neighbours:
+        stdout.print(Text("neighbours:", style="bold"))
+        for n in view.neighbours:
+            stdout.print(
+                f"   #{n['id']} {n['name']} ({n['type']}), {n['depth']} away", markup=False
+            )
+    if view.documents:
+        stdout.print(Text("documents:", style="bold"))
+        for doc in view.documents:
+            stdout.print(f"   #{doc['id']} {doc['source']}", markup=False, soft_wrap=True)
+
+
+def entities_table(items: list[Any]) -> None:
+    table = _table("entities", "id", "name", "type", "facts", "documents")
+    for item in items:
+        _row(table, item.id, item.name, item.type, item.fact_count, item.document_count)
+    stdout.print(table)

@@ -11,7 +11,9 @@ of the same source are left out.
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +26,17 @@ from gligabao.store.artifacts import SUMMARY_KIND, search_artifacts_fts
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import query as _rows
 
-__all__ = ["METHODS", "Hit", "fuse", "line_range", "search"]
+__all__ = [
+    "METHODS",
+    "Hit",
+    "VectorSide",
+    "fuse",
+    "line_range",
+    "lines_between",
+    "mapped",
+    "newline_offsets",
+    "search",
+]
 
 METHODS = ("hybrid", "bm25", "vector")
 Vector = Sequence[float] | bytes  # a query embedded with the dataset's model
@@ -91,6 +103,18 @@ def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
     last = max(start, min(end, len(data)) - 1)
     first_line = data.count(b"\n", 0, start) + 1
     return first_line, first_line + data.count(b"\n", start, last)
+
+
+def newline_offsets(data: bytes) -> list[int]:
+    """The offsets of every newline of `data`: to number the lines of many spans of one
+    document (lines_between) without counting from its start each time."""
+    return [m.start() for m in re.finditer(b"\n", data)]
+
+
+def lines_between(newlines: list[int], start: int, end: int) -> tuple[int, int]:
+    """line_range(data, start, end), from `newline_offsets(data)`."""
+    first = bisect.bisect_left(newlines, start) + 1
+    return first, bisect.bisect_left(newlines, max(start, end - 1)) + 1
 
 
 def _kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
@@ -171,7 +195,7 @@ def _bm25(conn: apsw.Connection, dataset_id: int, text: str, depth: int) -> list
 _MAP_BYTES = 1 << 40
 
 
-def _mapped(conn: apsw.Connection) -> apsw.Connection:
+def mapped(conn: apsw.Connection) -> apsw.Connection:
     conn.execute(f"PRAGMA mmap_size={_MAP_BYTES}")
     return conn
 
@@ -187,23 +211,22 @@ def _vector(conn: apsw.Connection, dataset_id: int, vector: Vector, depth: int) 
     return _entries(conn, ids)[:depth]
 
 
-class _VectorSide(threading.Thread):
+class VectorSide(threading.Thread):
     """The vector half of a hybrid search, on a second connection to the same file:
     apsw lets go of the GIL inside SQLite, so the KNN scan runs on one core while the
-    keyword search runs on another, and the query's embedding request waits on neither."""
+    keyword search runs on another, and the query's embedding request waits on neither.
+    `rank(conn, vector)` is the ranking to compute (ids, best first)."""
 
     def __init__(
         self,
         conn: apsw.Connection,
-        dataset_id: int,
         vector: Vector | Callable[[], Vector],
-        depth: int,
+        rank: Callable[[apsw.Connection, Vector], list[int]],
     ) -> None:
         super().__init__(name="gb-search-vector", daemon=True)
         self.conn = conn
-        self.dataset_id = dataset_id
         self.vector = vector
-        self.depth = depth
+        self.rank = rank
         self.found: list[int] = []
         self.error: BaseException | None = None
 
@@ -211,8 +234,8 @@ class _VectorSide(threading.Thread):
         try:
             vector = self.vector() if callable(self.vector) else self.vector
             sibling = getattr(self.conn, "sibling", None)  # a plain apsw connection has none
-            conn = _mapped(sibling()) if sibling is not None else self.conn
-            self.found = _vector(conn, self.dataset_id, vector, self.depth)
+            conn = mapped(sibling()) if sibling is not None else self.conn
+            self.found = self.rank(conn, vector)
         except BaseException as exc:  # handed to the caller's thread by result()
             self.error = exc
 
@@ -249,7 +272,7 @@ def search(
     if k <= 0:
         return []
     depth = max(depth, k)
-    _mapped(conn)
+    mapped(conn)
     rankings: dict[str, list[int]] = {}
     if method == "vector":
         assert query_vector is not None
@@ -259,7 +282,7 @@ def search(
         rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
     else:
         assert query_vector is not None
-        side = _VectorSide(conn, dataset.id, query_vector, depth)
+        side = VectorSide(conn, query_vector, lambda c, v: _vector(c, dataset.id, v, depth))
         side.start()
         try:
             rankings["bm25"] = _bm25(conn, dataset.id, query, depth)

@@ -14,6 +14,11 @@ Usage from tests::
         ...
         server.calls("summarize_chunk")
 
+Tests that need requests to overlap, or to be out at a given moment, say so with a
+`Hold` instead of hoping a latency is long enough (``server.hold(Hold(count=4))``: every
+request waits in the server until four are there at once), and wait for what the server
+saw with ``server.wait_until(...)`` instead of sleeping.
+
 From a shell (benchmarks, manual use)::
 
     python -m tests.llm_server --port 8765 [--latency 0.3] [--no-structured-outputs]
@@ -40,6 +45,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -50,6 +56,7 @@ __all__ = [
     "STAGES",
     "Fault",
     "Headers",
+    "Hold",
     "LLMServer",
     "RecordedRequest",
     "answer_model",
@@ -187,6 +194,7 @@ def extract_graph(text: str) -> dict[str, Any]:
                 "target": b,
                 "relation": relation,
                 "fact": sentence,
+                "quote": _quote(sentence),
                 "valid_at": f"{date.group(1)}T00:00:00Z" if date else None,
                 "invalid_at": None,
             }
@@ -194,6 +202,16 @@ def extract_graph(text: str) -> dict[str, Any]:
         if len(edges) == 20:
             break
     return {"entities": entities, "edges": edges}
+
+
+def _quote(sentence: str) -> str:
+    """The sentence itself, as a careful model quotes; with "reportedly" in it, in other
+    case and spacing (found only tolerantly); with "allegedly", a paraphrase (not found)."""
+    if "allegedly" in sentence:
+        return "It is said that " + sentence.lower()
+    if "reportedly" in sentence:
+        return "  ".join(sentence.upper().split())
+    return sentence
 
 
 def summarize_chunk(chunk: str) -> dict[str, Any]:
@@ -292,6 +310,34 @@ class Fault:
         if self.stage is not None and self.stage != stage:
             return False
         return self.match is None or self.match in text
+
+
+@dataclass
+class Hold:
+    """Requests kept waiting in the server as they arrive (before latency, faults and
+    answers), so that a test can have them out at once, or out at a moment it picks,
+    without hoping a latency is long enough. It holds the requests ``select`` picks (by
+    their stage, None when it cannot be told, and their text, as a Fault's ``match`` sees
+    it; None: every request) until ``count`` of them wait at once and ``until()`` (when
+    given) is true; then it opens for good, and every request it held, or would hold,
+    goes on. ``timeout`` seconds after the first one came it opens all the same, with
+    ``opened`` False: the test's own checks then fail, instead of hanging. ``most`` is the
+    most requests that waited in it at once; ``opened`` is None while it is closed."""
+
+    count: int = 1
+    select: Callable[[str | None, str], bool] | None = None
+    until: Callable[[], bool] | None = None
+    timeout: float = 30.0
+    most: int = 0
+    opened: bool | None = None
+    waiting: int = 0
+    deadline: float | None = None
+
+    def applies(self, stage: str | None, text: str) -> bool:
+        return self.opened is None and (self.select is None or self.select(stage, text))
+
+    def ready(self) -> bool:
+        return self.waiting >= self.count and (self.until is None or self.until())
 
 
 @dataclass
@@ -431,8 +477,10 @@ class LLMServer:
     Settable attributes: ``latency`` (seconds added to every request), ``structured_outputs``
     (False imitates a server without JSON-schema support), ``old_max_tokens`` (True
     imitates an older server that refuses ``max_completion_tokens`` and takes only
-    ``max_tokens``), ``timeout_sleep`` (how long a "timeout" fault stalls), ``verbose`` (one
-    line per request on stderr, never headers).
+    ``max_tokens``), ``timeout_sleep`` (how long a "timeout" fault stalls, unless
+    ``end_stalls()`` ends it sooner), ``verbose`` (one line per request on stderr, never
+    headers). ``hold()`` keeps requests waiting (see `Hold`); ``wait_until()`` waits for
+    what the server sees.
     """
 
     def __init__(
@@ -452,10 +500,15 @@ class LLMServer:
         self.timeout_sleep = 5.0
         self.verbose = verbose
         self.faults: list[Fault] = []
+        self.holds: list[Hold] = []
         self.requests: list[RecordedRequest] = []
         self.max_in_flight = 0
         self.in_flight = 0
-        self._lock = threading.Lock()
+        # Reentrant, so that a Hold's `until` may call the server's own methods. Notified
+        # whenever a request arrives or ends and a hold or a stall changes.
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._stalls = 0  # end_stalls() calls so far: a stall ends when this changes
         self._first_contents: list[str] = []
         self._seq = 0
         self._stopping = threading.Event()
@@ -482,6 +535,8 @@ class LLMServer:
         if httpd is None:
             return
         self._stopping.set()  # wakes handlers sleeping for latency or a timeout fault
+        with self._changed:
+            self._changed.notify_all()  # ...and those held or stalled
         httpd.shutdown()
         with httpd.connections_lock:
             conns = list(httpd.connections)
@@ -531,6 +586,31 @@ class LLMServer:
         with self._lock:
             self.faults.clear()
 
+    def hold(self, hold: Hold) -> Hold:
+        """Keep the requests ``hold`` selects waiting, as it says (see `Hold`)."""
+        with self._changed:
+            self.holds.append(hold)
+        return hold
+
+    def end_stalls(self) -> None:
+        """End every "timeout" fault's stall now: those requests are answered at once."""
+        with self._changed:
+            self._stalls += 1
+            self._changed.notify_all()
+
+    def wait_until(self, condition: Callable[[], bool], timeout: float = 30.0) -> None:
+        """Block until ``condition()`` is true: checked whenever a request arrives or ends
+        (and every 50 ms, for conditions on anything else); AssertionError after
+        ``timeout`` seconds. Never from the thread of an event loop whose requests the
+        condition waits for: that loop would stand still."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while not condition():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the test server waited {timeout:g} s in vain")
+                self._changed.wait(min(left, 0.05))
+
     def calls(self, stage: str | None = None, *, include_faults: bool = False) -> int:
         """Requests answered for ``stage`` (None: any): by default those answered normally
         (status 200, no fault injected); with include_faults=True every recorded request."""
@@ -548,9 +628,16 @@ class LLMServer:
             return [r for r in self.requests if r.stage == stage]
 
     def reset(self) -> None:
-        """Clear faults, records, counters and the prompt-cache history; latency back to 0,
+        """Clear faults, holds (opening them), records, counters and the prompt-cache
+        history, and end the stalls of "timeout" faults; latency back to 0,
         structured_outputs back to True, old_max_tokens to False, timeout_sleep to 5.0."""
-        with self._lock:
+        with self._changed:
+            for hold in self.holds:
+                if hold.opened is None:
+                    hold.opened = False
+            self.holds.clear()
+            self._stalls += 1
+            self._changed.notify_all()
             self.faults.clear()
             self.requests.clear()
             self._first_contents.clear()
@@ -575,12 +662,14 @@ class LLMServer:
             started=started,
             method=method,
         )
-        with self._lock:
+        with self._changed:
             self.requests.append(record)
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+            self._changed.notify_all()
         status, headers, payload = 500, {}, b""
         try:
+            self._hold(path, raw)
             status, headers, payload = self._process(method, path, raw, record)
         except Exception as exc:  # a bug here: say so to the client and on stderr
             traceback.print_exc()
@@ -589,10 +678,11 @@ class LLMServer:
         finally:
             # Book-keeping happens before the answer goes out, so a client that has its answer
             # sees its request counted.
-            with self._lock:
+            with self._changed:
                 self.in_flight -= 1
                 record.ended = time.monotonic()
                 record.status = status
+                self._changed.notify_all()
             if self.verbose:
                 print(
                     f"{method} {path} stage={record.stage} status={status} "
@@ -624,6 +714,75 @@ class LLMServer:
         if seconds > 0:
             return not self._stopping.wait(seconds)
         return not self._stopping.is_set()
+
+    def _stall(self, seconds: float) -> bool:
+        """A "timeout" fault's stall: ``seconds``, or until end_stalls(); False when the
+        server is stopping."""
+        deadline = time.monotonic() + seconds
+        with self._changed:
+            stalls = self._stalls
+            while self._stalls == stalls and not self._stopping.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(left)
+        return not self._stopping.is_set()
+
+    def _hold(self, path: str, raw: bytes) -> None:
+        """Wait in every open hold that selects this request (see `Hold`)."""
+        with self._changed:
+            if not self.holds:
+                return
+            stage, text = self._describe(path, raw)
+            holds = [h for h in self.holds if h.applies(stage, text)]
+            for hold in holds:
+                hold.waiting += 1
+                hold.most = max(hold.most, hold.waiting)
+                if hold.deadline is None:
+                    hold.deadline = time.monotonic() + hold.timeout
+            self._changed.notify_all()
+            try:
+                for hold in holds:
+                    while hold.opened is None:
+                        if hold.ready():
+                            hold.opened = True
+                            self._changed.notify_all()
+                            break
+                        left = hold.deadline - time.monotonic()
+                        if left <= 0 or self._stopping.is_set():
+                            hold.opened = False
+                            self._changed.notify_all()
+                            break
+                        # `until` may watch anything (a database, a flag): look again often.
+                        self._changed.wait(min(left, 0.05) if hold.until else left)
+            finally:
+                for hold in holds:
+                    hold.waiting -= 1
+
+    def _describe(self, path: str, raw: bytes) -> tuple[str | None, str]:
+        """A request's stage (None when it cannot be told) and its text as a fault's
+        ``match`` sees it, read from its raw body before it is answered."""
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            return None, raw.decode("utf-8", "replace")
+        if not isinstance(body, dict):
+            return None, json.dumps(body)
+        if path.rstrip("/").endswith("/embeddings"):
+            inputs = body.get("input")
+            inputs = [inputs] if isinstance(inputs, str) else inputs
+            if isinstance(inputs, list) and all(isinstance(i, str) for i in inputs):
+                return EMBED_STAGE, "\n".join(inputs) + "\n" + json.dumps(body)
+            return EMBED_STAGE, json.dumps(body)
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            return None, json.dumps(body)
+        try:
+            stage: str | None = self._stage(body, messages)
+        except _Reply:
+            stage = None
+        texts = [_content_text(m.get("content")) for m in messages]
+        return stage, "\n".join(texts) + "\n" + json.dumps(body)
 
     def _process(
         self, method: str, path: str, raw: bytes, record: RecordedRequest
@@ -851,7 +1010,7 @@ class LLMServer:
             early = self._error_fault(fault, headers)
             if early is not None:
                 return early
-            if fault.kind == "timeout" and not self._sleep(float(self.timeout_sleep)):
+            if fault.kind == "timeout" and not self._stall(float(self.timeout_sleep)):
                 return 0, headers, b""
 
         answer = self._answer(stage, messages)
@@ -956,7 +1115,7 @@ class LLMServer:
             early = self._error_fault(fault, headers)
             if early is not None:
                 return early
-            if fault.kind == "timeout" and not self._sleep(float(self.timeout_sleep)):
+            if fault.kind == "timeout" and not self._stall(float(self.timeout_sleep)):
                 return 0, headers, b""
             if fault.kind in ("malformed", "invalid"):
                 return 200, headers, json.dumps({"unexpected": True}).encode()

@@ -3,16 +3,19 @@ inputs, two `gb remember` processes on one database at once, and `kill -9` mid-r
 
 Each `gb` here is `python -m gligabao` in its own process, talking HTTP to the test
 server that runs in this one; the database is a real file that this process reads
-back while (and after) they write it.
+back while (and after) they write it. Nothing here waits for a moment to pass: the
+server holds requests until the processes have got where a test needs them (a `Hold`),
+and gb's test-only GB_TEST_PAUSE_AT (gligabao/pipeline/write.py) stops a run at an exact
+point of its store phase, for a kill -9 to land there.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,19 +34,23 @@ from tests.helpers import (
     documents,
     gb_env,
     lines_by_source,
+    rows,
     statuses,
     story,
     write,
 )
-from tests.llm_server import Fault, LLMServer
+from tests.llm_server import Fault, Hold, LLMServer
 
 GB = [sys.executable, "-m", "gligabao"]
 
 
-def start(server: LLMServer, *args: str, **popen: Any) -> subprocess.Popen[bytes]:
+def start(
+    server: LLMServer, *args: str, env: dict[str, str] | None = None, **popen: Any
+) -> subprocess.Popen[bytes]:
     popen.setdefault("stdout", subprocess.PIPE)
     popen.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen([*GB, *args], env={**os.environ, **gb_env(server)}, **popen)
+    env = {**os.environ, **gb_env(server), **(env or {})}
+    return subprocess.Popen([*GB, *args], env=env, **popen)
 
 
 def finish(proc: subprocess.Popen[bytes], timeout: float = 60) -> tuple[int, str, str]:
@@ -70,6 +77,16 @@ def stored_chunks() -> int:
         return 0
 
 
+def complete_sources() -> set[str]:
+    """The sources of the documents stored whole so far (none while there is no schema)."""
+    if not Path(DB).exists():
+        return set()
+    try:
+        return {d["source"] for d in documents() if d["status"] == "complete"}
+    except Exception:  # not migrated yet
+        return set()
+
+
 # ------------------------------------------------------------------ many inputs, from find
 
 
@@ -81,11 +98,10 @@ def test_find_print0_piped_into_gb_files_from_stdin(server) -> None:
 
     find = subprocess.Popen(["find", "docs", "-name", "*.md", "-print0"], stdout=subprocess.PIPE)
     gb = start(server, "remember", "--files-from", "-", "-0", "--json", stdin=find.stdout)
-    assert find.stdout is not None
-    find.stdout.close()  # gb holds the only reading end now
+    find.stdout.close()  # type: ignore[union-attr]  # gb holds the only reading end now
     code, out, err = finish(gb)
 
-    assert find.wait() == 0
+    assert find.wait() == 0  # not cut short by a SIGPIPE: gb read the pipe to its end
     assert code == 0, err
     assert statuses(out) == dict.fromkeys(names, "remembered")
     stored = current_by_source()
@@ -131,11 +147,18 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
     two = [str(write(f"two/b{i}.md", story(700 + i, paragraphs=2))) for i in range(5)]
     write("shared.md", story(800, paragraphs=4))
     server.latency = 0.02
-    # Both processes start on shared.md (named first) before either has stored any of
-    # it: its first extraction is held a second, for each of them. (One process starting
+    # Both processes start on shared.md (named first) before either has stored any of it:
+    # its first extraction waits in the server until both of them have asked for it, and
+    # until each has stored a document of its own folder meanwhile. (One process starting
     # on a document the other is half-way through storing is the test below.)
-    held = server.add_fault(Fault("timeout", stage="extract_graph", match="Report 800.", times=2))
-    server.timeout_sleep = 1.0
+    own = [{absolute(name) for name in names} for names in (one, two)]
+    held = server.hold(
+        Hold(
+            count=2,
+            select=lambda stage, text: stage == "extract_graph" and "Report 800." in text,
+            until=lambda: all(complete_sources() & mine for mine in own),
+        )
+    )
 
     procs = [
         start(server, "remember", "shared.md", "-r", folder, "--json") for folder in ("one", "two")
@@ -144,17 +167,15 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
 
     for code, _, err in ended:
         assert code == 0, err
-    assert held.hits == 2
+    assert held.opened and held.most == 2
     seen = [statuses(out) for _, out, _ in ended]
     assert seen[0] == dict.fromkeys(["shared.md", *one], "remembered")
     assert seen[1] == dict.fromkeys(["shared.md", *two], "remembered")
-    # They did write at the same time: the two runs' requests overlap.
-    spans = []
-    for names in (one, two):
-        texts = [Path(name).read_text().split("\n")[2][:60] for name in names]
-        mine = [r for r in server.requests if any(t in json.dumps(r.body) for t in texts)]
-        spans.append((min(r.started for r in mine), max(r.ended for r in mine)))
-    assert max(s for s, _ in spans) < min(e for _, e in spans)
+    # They did write the database at the same time: each stored a document of its folder
+    # before the other stored its copy of shared.md (ids are handed out in write order).
+    copies = [d["id"] for d in documents() if d["source"] == absolute("shared.md")]
+    firsts = [min(d["id"] for d in documents() if d["source"] in mine) for mine in own]
+    assert len(copies) == 2 and min(copies) > max(firsts)
 
     assert_database_sound()
     vectors = assert_indexes_complete(gb_cli)
@@ -174,18 +195,19 @@ def test_a_second_process_on_a_document_being_stored_leaves_it_whole(server) -> 
     text = story(900, paragraphs=6)
     write("long.md", text)
     last = text.rstrip().rsplit(". ", 1)[1]  # the last sentence: in the last chunk only
-    # The first process stalls on the last chunk's embeddings, its parent and the chunks
-    # before stored; the second starts on the same file meanwhile.
-    server.timeout_sleep = 2.0
-    held = server.add_fault(Fault("timeout", endpoint="embeddings", match=last, times=1))
+    # The first process waits on the last chunk's embeddings, its parent and the chunks
+    # before stored; the second starts on the same file meanwhile, and the server lets
+    # both go on once the second has got as far (it asks for the same embeddings).
+    held = server.hold(Hold(count=2, select=lambda stage, text: stage == "embed" and last in text))
     first = start(server, "remember", "long.md", "--json")
-    wait_for(lambda: held.hits == 1 and stored_chunks() > 0, first)
+    wait_for(lambda: held.waiting == 1 and stored_chunks() > 0, first)
     second = start(server, "remember", "long.md", "--json")
 
     results = [finish(second), finish(first)]
 
     for code, _, err in results:
         assert code == 0, err
+    assert held.opened  # the second did start on it while the first was storing it
     assert_database_sound()
     (doc,) = documents()
     assert doc["status"] == "complete"
@@ -195,42 +217,67 @@ def test_a_second_process_on_a_document_being_stored_leaves_it_whole(server) -> 
 # ------------------------------------------------------------------ kill -9
 
 
+# The points of the store phase where gb's test-only GB_TEST_PAUSE_AT stops a run, each
+# for one run (POINT:CHUNK, see gligabao/pipeline/write.py): between a document's row
+# and its first chunk, inside a chunk's transaction (after its row, after its summary
+# and graph, before its commit), and between two chunks. In this order each one is
+# reached: no run before it stored that chunk of any document, and none stored a
+# document whole.
+KILL_POINTS = ("chunk:0", "chunk-row:0", "chunk-graph:1", "chunk:2", "chunk-commit:2")
+
+
 def test_kill_9_at_any_moment_leaves_a_sound_database_the_next_run_completes(
     server, gb_cli, monkeypatch
 ) -> None:
     monkeypatch.setenv("GB_DB", absolute(DB))
     monkeypatch.setenv("GB_CONCURRENCY", "4")
-    names = [str(write(f"docs/d{i}.md", story(500 + i, paragraphs=6))) for i in range(5)]
-    server.latency = 0.1  # a run of them takes seconds: time enough to be killed mid-way
-    # When to kill: a delay after this run's first request, or after its first stored chunk.
-    moments = [("request", 0.0), ("request", 0.3), ("chunk", 0.0), ("request", 0.8)]
-    moments += [("chunk", 0.05), ("request", 1.5)]
-    killed, storing = 0, 0
-    for after, delay in moments:
-        requests, chunks = len(server.requests), stored_chunks()
-        proc = start(server, "remember", *names, "--quiet")
-        if after == "request":
-            wait_for(lambda: len(server.requests) > requests, proc)  # noqa: B023
-        else:
-            wait_for(lambda: stored_chunks() > chunks, proc)  # noqa: B023
-        time.sleep(delay)
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGKILL)
-            killed += 1
+    # Three documents of four chunks: no document can be stored whole without passing
+    # the point a run stops at, so each point is reached in its run.
+    names = [str(write(f"docs/d{i}.md", story(500 + i, paragraphs=4))) for i in range(3)]
+
+    # Killed during the fetch: every request slot out, no answer back, nothing stored.
+    killed = threading.Event()
+    held = server.hold(Hold(count=4, until=killed.is_set))
+    proc = start(server, "remember", *names, "--quiet")
+    wait_for(lambda: held.waiting == 4, proc)
+    os.kill(proc.pid, signal.SIGKILL)
+    code, _, err = finish(proc)
+    killed.set()  # the server answers them (to nobody)
+    assert code == -signal.SIGKILL, err
+    assert_database_sound()
+    assert documents() == []
+
+    # Killed in the store phase, at each point where a transaction could be split.
+    for point in KILL_POINTS:
+        marker = Path(f"paused at {point}").absolute()
+        env = {"GB_TEST_PAUSE_AT": point, "GB_TEST_PAUSE_FILE": str(marker)}
+        proc = start(server, "remember", *names, "--quiet", env=env)
+        wait_for(marker.exists, proc)
+        assert marker.exists() and proc.poll() is None, finish(proc)  # stopped there
+        os.kill(proc.pid, signal.SIGKILL)
         code, _, err = finish(proc)
-        assert code in (0, -signal.SIGKILL), err
+        assert code == -signal.SIGKILL, err
+        where, index, document = marker.read_text().split(":")
+        assert where == point.split(":")[0]
+        marker.unlink()
         assert_database_sound()
-        storing += any(d["status"] == "storing" for d in documents())
-    assert killed >= 4  # most of them landed mid-run
-    assert storing >= 1  # and at least one in the store phase, between two chunks
+        (doc,) = rows("SELECT status FROM gb_artifacts WHERE id = ?", (int(document),))
+        assert doc["status"] == "storing", point  # its row stored, in a step of its own
+        # The chunk being stored when it died is stored not at all: only those before it.
+        stored = count(
+            "SELECT count(*) FROM gb_artifacts WHERE parent_id = ? AND chunk_index IS NOT NULL",
+            (int(document),),
+        )
+        assert stored == int(index), point
 
     code, out, err = finish(start(server, "remember", *names, "--json"))
 
     assert code == 0, err
     assert set(statuses(out)) == set(names)
-    assert set(statuses(out).values()) <= {"remembered", "completed", "unchanged"}
+    assert set(statuses(out).values()) <= {"remembered", "completed"}
     assert set(current_by_source()) == {absolute(name) for name in names}
     assert_documents_complete()
     assert_database_sound()
+    assert all(doc["chunk_count"] == 4 for doc in documents())
     vectors = assert_indexes_complete(gb_cli)
     assert vectors["entities"] > 0 and vectors["edges"] > 0

@@ -12,10 +12,7 @@ sizes 256 and 1024.
 
 from __future__ import annotations
 
-import glob
-import gzip
 import itertools
-import os
 import re
 
 import pytest
@@ -23,10 +20,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
-from gligabao.chunk import ESTIMATOR
 from gligabao.chunk.markdown import _Document, split_markdown
 from gligabao.chunk.text import Chunk, Splitter
-from tests.chunk_checks import PROPERTY, assert_invariants
+from tests.chunk_checks import PROPERTY, assert_invariants, reference_tokens
+from tests.helpers import CORPUS_DIR
+
+NODE_REFERENCES = ("dns.md", "webcrypto.md")
 
 sizes = st.one_of(st.integers(32, 160), st.integers(32, 2000), st.sampled_from([32, 64, 1024]))
 overlaps = st.one_of(st.integers(0, 50), st.sampled_from([0, 20, 50]))
@@ -87,12 +86,22 @@ def trim(data: bytes, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def tokens_of(data: bytes, start: int, end: int) -> int:
+    return reference_tokens(data[start:end].decode("utf-8", "surrogatepass"))
+
+
 def check_markdown(
-    text: str, chunks: list[Chunk], chunk_size: int, overlap: int, images: tuple[str, ...] = ()
+    text: str,
+    chunks: list[Chunk],
+    chunk_size: int,
+    overlap: int,
+    images: tuple[str, ...] = (),
+    oracle: Oracle | None = None,
 ) -> None:
-    """C5, and the markdown rules against the oracle's structure."""
+    """C5, and the markdown rules against the oracle's structure (``oracle``: the whole
+    parse of ``text``, when the caller has it already)."""
     assert_invariants(text, chunks, chunk_size, overlap)
-    oracle = Oracle(text)
+    oracle = oracle or Oracle(text)
     data = oracle.data
     sections = oracle.sections()
     # No chunk holds an h1-h3 heading but in the headings it starts with.
@@ -131,7 +140,7 @@ def check_markdown(
             assert c.section is not None and c.context.endswith("\n")
     # A fence that fits in a chunk is whole in one, and no chunk starts or ends inside.
     for f_start, f_end in oracle.fences:
-        if ESTIMATOR.count(data[f_start:f_end].decode("utf-8", "surrogatepass")) > chunk_size:
+        if tokens_of(data, f_start, f_end) > chunk_size:
             continue
         assert any(c.start_offset <= f_start and f_end <= c.end_offset for c in chunks)
         for c in chunks:
@@ -145,8 +154,7 @@ def check_markdown(
                 assert context.endswith(header + "\n"), (c.context, header)
                 bounds = [t_start, *rows, t_end]
                 row_fits = all(
-                    ESTIMATOR.count(data[r:e].decode("utf-8", "surrogatepass")) <= chunk_size
-                    for r, e in itertools.pairwise(bounds)
+                    tokens_of(data, r, e) <= chunk_size for r, e in itertools.pairwise(bounds)
                 )
                 assert c.start_offset in rows or not row_fits
     # An image in a paragraph is never cut.
@@ -156,16 +164,16 @@ def check_markdown(
         if pos < 0 or not any(s <= pos < e for s, e in oracle.paragraphs):
             continue
         end = pos + len(raw)
-        if ESTIMATOR.count(image) > chunk_size:
+        if reference_tokens(image) > chunk_size:
             continue
         for c in chunks:
             assert not pos < c.start_offset < end, f"chunk {c.index} starts in {image}"
             assert not pos < c.end_offset < end, f"chunk {c.index} ends in {image}"
 
 
-def check_structure(text: str) -> None:
+def check_structure(text: str, oracle: Oracle | None = None) -> None:
     """The headings and tables found by parsing only parts are those of a whole parse."""
-    oracle = Oracle(text)
+    oracle = oracle or Oracle(text)
     doc = _Document(Splitter(text, chunk_size=1024))
     assert [(h.start, h.level) for h in doc.headings] == [(s, lv) for s, _, lv in oracle.headings]
     assert [t.start for t in doc.tables] == [t[0] for t in oracle.tables]
@@ -173,30 +181,34 @@ def check_structure(text: str) -> None:
 
 # ------------------------------------------------------------------ generated markdown
 
-WORDS = [
+WORDS = (
     "alpha", "beta", "gamma", "delta", "Lorem", "ipsum", "dolor", "sit", "amet",
     "数据", "中文字", "检查。", "😀", "👩‍👩‍👧", "e\u0301", "שלום", "x", "note.", "end!", "why?",
     "42", "3.14", "foo_bar", "*em*", "**strong**", "`code`", "[link](http://x.y/z)",
     "<br>", "a|b", "#tag", "\\#", "—", "ok,",
-]  # fmt: skip
-CODE = [
+)  # fmt: skip
+CODE = (
     "x = 1", "# a comment, not a heading", "", "", "col0 text after a blank", "  indented",
     "if (a < b) { return; }", "## also not a heading", "---", "| a | b |", "<div>",
     "    deeper", "1. not a list", "> not a quote",
-]  # fmt: skip
+)  # fmt: skip
 
-KINDS = [*"hhh", "setext", *"ppp", "list", "fence", "table", "quote", "html", "code", "hr", "odd"]
+KINDS = (*"hhh", "setext", *"ppp", "list", "fence", "table", "quote", "html", "code", "hr", "odd")
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=12).map(" ".join)
+titles = st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join)
 
 
 @st.composite
 def markdown(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
-    """A document, and the images put in its paragraphs."""
+    """A document, and the images put in its paragraphs.
+
+    Options are tuples: hypothesis caches a strategy whose arguments hash, where one of a
+    list would be built again at every draw."""
     images: list[str] = []
 
     def image() -> str:
-        alt = draw(st.lists(st.sampled_from(["a", "wheel", "nut.", "数据", "big one"]), max_size=3))
-        src = draw(st.sampled_from(["img/{}.png", "<img/{} x.png>", 'i/{}.png "Title. Here"']))
+        alt = draw(st.lists(st.sampled_from(("a", "wheel", "nut.", "数据", "big one")), max_size=3))
+        src = draw(st.sampled_from(("img/{}.png", "<img/{} x.png>", 'i/{}.png "Title. Here"')))
         images.append(f"![{' '.join(alt)}]({src.format(len(images))})")
         return images[-1]
 
@@ -206,22 +218,22 @@ def markdown(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
             parts.append(draw(words))
             if draw(st.integers(0, 4)) == 0:
                 parts.append(image())
-        return "".join(p + draw(st.sampled_from([" ", " ", "\n", ". "])) for p in parts).strip()
+        return "".join(p + draw(st.sampled_from((" ", " ", "\n", ". "))) for p in parts).strip()
 
     def block() -> str:
         kind = draw(st.sampled_from(KINDS))
         if kind == "h":
             level = draw(st.integers(1, 6))
-            title = draw(st.lists(st.sampled_from(WORDS), max_size=4).map(" ".join))
-            return "#" * level + " " + title + draw(st.sampled_from(["", "", " ##"]))
+            title = draw(titles)
+            return "#" * level + " " + title + draw(st.sampled_from(("", "", " ##")))
         if kind == "setext":
-            return draw(words) + "\n" + draw(st.sampled_from(["===", "---", "=", "------"]))
+            return draw(words) + "\n" + draw(st.sampled_from(("===", "---", "=", "------")))
         if kind == "p":
             return paragraph()
         if kind == "list":
             items = []
             for _ in range(draw(st.integers(1, 6))):
-                marker = draw(st.sampled_from(["- ", "* ", "1. ", "2) ", "+ "]))
+                marker = draw(st.sampled_from(("- ", "* ", "1. ", "2) ", "+ ")))
                 item = marker + paragraph().replace("\n", "\n  ")
                 extra = draw(st.integers(0, 5))
                 if extra == 0:
@@ -231,12 +243,12 @@ def markdown(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
                 elif extra == 2:
                     item += "\n\n  continued paragraph " + draw(words)
                 items.append(item)
-            return draw(st.sampled_from(["\n", "\n\n"])).join(items)
+            return draw(st.sampled_from(("\n", "\n\n"))).join(items)
         if kind == "fence":
-            marker = draw(st.sampled_from(["```", "~~~", "````"]))
+            marker = draw(st.sampled_from(("```", "~~~", "````")))
             lines = draw(st.lists(st.sampled_from(CODE), max_size=12))
             closed = draw(st.integers(0, 6)) > 0
-            body = marker + draw(st.sampled_from(["", "python", "js x"])) + "\n"
+            body = marker + draw(st.sampled_from(("", "python", "js x"))) + "\n"
             body += "".join(line + "\n" for line in lines)
             return body + (marker if closed else "")
         if kind == "table":
@@ -250,43 +262,43 @@ def markdown(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
             rows = [row([draw(words) for _ in range(cols)]) for _ in range(draw(st.integers(0, 8)))]
             return "\n".join([row([f"H{i}" for i in range(cols)]), row(["---"] * cols), *rows])
         if kind == "quote":
-            inner = draw(st.sampled_from(["p", "h"]))
+            inner = draw(st.sampled_from(("p", "h")))
             body = paragraph() if inner == "p" else "## " + draw(words)
             return "\n".join("> " + line for line in body.split("\n"))
         if kind == "html":
             return draw(
                 st.sampled_from(
-                    [
+                    (
                         "<div>\n# not a heading inside a div\n</div>",
                         "<!-- a comment\n\n# not a heading\n\nstill the comment -->",
                         "<!--\nopen comment\n\nstill open",
                         "<a href='x'>a link</a> then text",
                         "<pre>\n## not a heading\n\n</pre>",
                         "<details>\n\n## a heading after the html block\n",
-                    ]
+                    )
                 )
             )
         if kind == "code":
             return "    indented code\n\n    # comment\n    more"
         if kind == "hr":
-            return draw(st.sampled_from(["***", "---", "___", "- - -"]))
-        odd = ["#nospace", "# ", "#", "<notatag", "|", "1.", "- ", ">", "  #  x", "-\n  x"]
+            return draw(st.sampled_from(("***", "---", "___", "- - -")))
+        odd = ("#nospace", "# ", "#", "<notatag", "|", "1.", "- ", ">", "  #  x", "-\n  x")
         return draw(st.sampled_from(odd))
 
     blocks = [block() for _ in range(draw(st.integers(0, 40)))]
     text = "".join(
-        b + draw(st.sampled_from(["\n\n", "\n\n", "\n", "\n\n\n", "\n \n"])) for b in blocks
+        b + draw(st.sampled_from(("\n\n", "\n\n", "\n", "\n\n\n", "\n \n"))) for b in blocks
     )
     if draw(st.booleans()):
         text = draw(words) + "\n\n" + text  # a preamble
-    newline = draw(st.sampled_from(["\n", "\n", "\r\n", "mixed"]))
+    newline = draw(st.sampled_from(("\n", "\n", "\r\n", "mixed")))
     if newline == "\r\n":
         text = text.replace("\n", "\r\n")
     elif newline == "mixed":
         lines = text.split("\n")
         ends = draw(
             st.lists(
-                st.sampled_from(["\n", "\r\n", "\r"]), min_size=len(lines), max_size=len(lines)
+                st.sampled_from(("\n", "\r\n", "\r")), min_size=len(lines), max_size=len(lines)
             )
         )
         text = "".join(line + end for line, end in zip(lines, ends, strict=True))[:-1]
@@ -295,25 +307,26 @@ def markdown(draw: st.DrawFn) -> tuple[str, tuple[str, ...]]:
 
 @PROPERTY
 @given(doc=markdown(), chunk_size=sizes, overlap=overlaps)
-def test_generated_markdown_keeps_every_rule(doc, chunk_size, overlap):
+def test_generated_markdown_keeps_every_rule_and_finds_the_structure_of_a_whole_parse(
+    doc, chunk_size, overlap
+):
     text, images = doc
+    oracle = Oracle(text)  # one whole parse for both checks
+    # Parsing only parts finds the headings and tables of the whole parse (this was a
+    # test of its own, drawing 500 other documents: drawing them is most of the time).
+    check_structure(text, oracle)
     chunks = split_markdown(text, chunk_size=chunk_size, overlap_percent=overlap)
-    check_markdown(text, chunks, chunk_size, overlap, images)
+    check_markdown(text, chunks, chunk_size, overlap, images, oracle)
     assert split_markdown(text, chunk_size=chunk_size, overlap_percent=overlap) == chunks
-
-
-@PROPERTY
-@given(doc=markdown())
-def test_parsing_only_parts_finds_the_structure_of_a_whole_parse(doc):
-    check_structure(doc[0])
 
 
 @PROPERTY
 @given(text=st.text(alphabet="#-=|`~<>*+ \t\n\r1.)[]:!ab中", min_size=1, max_size=600))
 def test_markdown_made_of_markup_characters(text):
-    check_structure(text)
+    oracle = Oracle(text)
+    check_structure(text, oracle)
     chunks = split_markdown(text, chunk_size=32, overlap_percent=50)
-    check_markdown(text, chunks, 32, 50)
+    check_markdown(text, chunks, 32, 50, oracle=oracle)
 
 
 # ------------------------------------------------------------------ crafted cases
@@ -411,7 +424,7 @@ def test_the_header_and_first_row_stay_together():
 
 def test_a_fenced_block_that_fits_is_never_cut():
     fence = "```python\n" + "\n".join(f"x{i} = {i}  # step. done." for i in range(4)) + "\n```"
-    assert ESTIMATOR.count(fence) <= 60
+    assert reference_tokens(fence) <= 60
     text = "## Code\n\n" + words_of(20) + "\n\n" + fence + "\n\n" + words_of(20) + "\n"
     for overlap in (0, 20, 50):
         chunks = split_markdown(text, chunk_size=60, overlap_percent=overlap)
@@ -494,7 +507,7 @@ def test_a_long_section_path_is_cut_in_the_context_but_not_in_section():
     last = chunks[-1]
     assert last.section == words_of(40, "chapter") + " > " + words_of(5, "part")
     assert last.context == "… > " + words_of(5, "part") + "\n"
-    assert ESTIMATOR.count(last.context) <= 30
+    assert reference_tokens(last.context) <= 30
 
 
 def test_a_heading_larger_than_a_chunk_is_still_cut():
@@ -513,45 +526,22 @@ def test_empty_and_blank_texts():
 # ------------------------------------------------------------------ real documents
 
 
-def _read(path: str) -> str | None:
-    try:
-        opener = gzip.open if path.endswith(".gz") else open
-        with opener(path, "rb") as fh:
-            return fh.read().decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-
-
 def api_references() -> list[tuple[str, str]]:
-    """Markdown API references nobody here wrote: Node.js's (Debian's nodejs package)
-    documentation of dns and webcrypto, about 50 KB each with many h2/h3 sections,
-    tables and code blocks; else the largest markdown files under /usr/share/doc."""
-    found = []
-    for name in ("dns.md", "webcrypto.md"):
-        text = _read(os.path.join("/usr/share/doc/nodejs/api", name))
-        if text:
-            found.append((name, text))
-    if not found:
-        paths = glob.glob("/usr/share/doc/*/*.md") + glob.glob("/usr/share/doc/*/*.md.gz")
-        texts = [(p, _read(p)) for p in sorted(paths)]
-        texts = [(p, t) for p, t in texts if t and 20_000 <= len(t) <= 300_000]
-        found = sorted(texts, key=lambda pt: -len(pt[1]))[:2]
-    return found
+    """Markdown API references nobody here wrote, shipped in tests/corpus: Node.js's
+    documentation of dns and webcrypto (MIT), about 50 KB each with many h2/h3 sections,
+    tables and code blocks."""
+    return [(name, (CORPUS_DIR / name).read_text(encoding="utf-8")) for name in NODE_REFERENCES]
 
 
 @pytest.mark.parametrize("chunk_size", [256, 1024])
 def test_real_api_references(chunk_size):
-    docs = api_references()
-    if not docs:
-        pytest.skip("no markdown documentation on this machine")
-    for name, text in docs:
+    for name, text in api_references():
         chunks = split_markdown(text, chunk_size=chunk_size, overlap_percent=20)
-        check_markdown(text, chunks, chunk_size, 20)
-        check_structure(text)
         oracle = Oracle(text)
+        check_markdown(text, chunks, chunk_size, 20, oracle=oracle)
+        check_structure(text, oracle)
         assert len(oracle.sections()) > 10, name
-        if name.endswith(".md") and "/" not in name:  # the Node.js references
-            assert oracle.tables and oracle.fences, name
-            continued = [c for c in chunks if c.context.count("\n") > 1]
-            if chunk_size == 256:
-                assert continued, "some table is cut, its header repeated"
+        assert oracle.tables and oracle.fences, name
+        continued = [c for c in chunks if c.context.count("\n") > 1]
+        if chunk_size == 256:
+            assert continued, "some table is cut, its header repeated"

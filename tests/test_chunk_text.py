@@ -9,24 +9,37 @@ from __future__ import annotations
 import pytest
 
 from gligabao.chunk import ESTIMATOR, ChunkSettings, cut, split_text
-from tests.chunk_checks import assert_invariants
+from tests.chunk_checks import assert_invariants, reference_budget, reference_tokens
 
 
 def words(n: int, word: str = "abcd") -> str:
     return " ".join([word] * n)
 
 
-def test_the_estimator_counts_runs_as_c1_says():
-    assert ESTIMATOR.count("") == 0
-    assert ESTIMATOR.count("   \n\t") == 0
-    assert ESTIMATOR.count("abcd") == 1
-    assert ESTIMATOR.count("abcde") == 2  # ceil(5/4)
-    assert ESTIMATOR.count("123") == 1 and ESTIMATOR.count("1234") == 2  # ceil(n/3)
-    assert ESTIMATOR.count("abc123") == 2  # a letter run, then a digit run
-    assert ESTIMATOR.count("中文字") == 3
-    assert ESTIMATOR.count("é") == 1  # not ASCII: one token
-    assert ESTIMATOR.count("a, b!") == 4
-    assert ESTIMATOR.count("👍🏽") == 2
+@pytest.mark.parametrize(
+    "count", [ESTIMATOR.count, reference_tokens], ids=["estimator", "reference"]
+)
+def test_the_estimator_counts_runs_as_c1_says(count):
+    assert count("") == 0
+    assert count("   \n\t\u3000\xa0") == 0
+    assert count("abcd") == 1
+    assert count("abcde") == 2  # ceil(5/4)
+    assert count("123") == 1 and count("1234") == 2  # ceil(n/3)
+    assert count("abc123") == 2  # a letter run, then a digit run
+    assert count("ab-cd e") == 4  # three letter runs and a hyphen
+    assert count("中文字") == 3
+    assert count("é") == 1 and count("caf\u0065\u0301") == 2  # not ASCII: one token
+    assert count("٣٣٣") == 3 and count("²") == 1  # digits, but not ASCII ones
+    assert count("a, b!") == 4
+    assert count("👍🏽") == 2
+    assert count("\u200b") == 1  # zero-width, but not whitespace
+
+
+def test_the_reference_budget_is_the_spec_s_rounded_down():
+    assert reference_budget(1024, 20) == 204  # 204.8
+    assert reference_budget(32, 25) == 8
+    assert reference_budget(33, 50) == 16  # 16.5
+    assert reference_budget(8000, 0) == 0
 
 
 def test_paragraphs_are_packed_whole_and_chunks_end_at_paragraph_breaks():

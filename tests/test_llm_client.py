@@ -5,9 +5,13 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -19,6 +23,7 @@ from gligabao.errors import ConfigError
 from gligabao.llm import (
     LLM,
     ChatRequest,
+    Flight,
     LLMError,
     SchemaMismatch,
     contextualize_chunk_request,
@@ -31,7 +36,7 @@ from gligabao.llm import (
     validate,
 )
 from gligabao.llm.client import REASONING_HEADROOM
-from tests.llm_server import Fault, LLMServer, answer_model
+from tests.llm_server import Fault, Hold, LLMServer, answer_model
 
 SECRET = "sk-test-secret-123456"
 TEXT = "Alice Smith works at Acme Corp since 2021-03-01. Bob Jones met Alice Smith in Paris."
@@ -116,11 +121,59 @@ async def chat(llm: LLM, request: ChatRequest) -> Any:
         await llm.aclose()
 
 
+async def until(condition: Callable[[], bool], limit: float = 30) -> None:
+    """Let the event loop run until ``condition()`` holds (AssertionError after ``limit`` s)."""
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "waited in vain"
+        await asyncio.sleep(0.005)
+
+
+# The request hashes of REQUESTS (and of one embeddings request), computed in a Python
+# process of their own, with another hash seed: what a later run on another machine
+# computes, to find the answers this one stored (R11).
+ELSEWHERE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from gligabao.config import load_config
+from gligabao.llm import LLM
+from tests.test_llm_client import REQUESTS
+llm = LLM(load_config(None, env={"OPENAI_API_KEY": "sk-another-key-999999"}))
+hashes = {stage: llm.request_hash(build()) for stage, build in REQUESTS.items()}
+hashes["embed"] = llm.request_hash(["Alice met Bob.", "Paris"])
+print(json.dumps(hashes))
+"""
+
+
+@pytest.fixture(scope="module")
+def hashes_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    home = tmp_path_factory.mktemp("elsewhere")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GB_", "OPENAI_"))}
+    env.update(
+        XDG_CONFIG_HOME=str(home / ".config"),  # no user settings, as in every test here
+        XDG_CACHE_HOME=str(home / ".cache"),
+        PYTHONHASHSEED="1" if os.environ.get("PYTHONHASHSEED") != "1" else "2",
+    )
+    root = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", ELSEWHERE, root],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=home,
+        env=env,
+        timeout=60,
+    )
+    return json.loads(out.stdout)
+
+
 # ------------------------------------------------------------------ round trips
 
 
 @pytest.mark.parametrize("stage", list(REQUESTS))
-def test_each_stage_round_trips(srv: LLMServer, stage: str) -> None:
+def test_each_stage_round_trips(
+    srv: LLMServer, stage: str, hashes_elsewhere: dict[str, str]
+) -> None:
     request = REQUESTS[stage]()
     answer = run(chat(make_llm(srv), request))
     validate(answer.value, request.schema)
@@ -133,7 +186,8 @@ def test_each_stage_round_trips(srv: LLMServer, stage: str) -> None:
     assert inference.cost is None  # no [prices] in the config
     assert inference.attempts == 1 and inference.duration_ms >= 0
     assert json.loads(inference.answer) == answer.value
-    assert inference.request_hash == make_llm(srv).request_hash(request)
+    # The hash stored with the answer is the one another process, elsewhere, computes.
+    assert inference.request_hash == hashes_elsewhere[stage]
     (record,) = srv.requests
     assert record.stage == stage  # recognised by the schema name
     body = record.body
@@ -238,9 +292,12 @@ def test_429_retry_after_pauses_every_request(srv: LLMServer) -> None:
 
     async def go() -> tuple[Any, Any]:
         llm = make_llm(srv)
+        flight = Flight()
         try:
-            first = asyncio.create_task(llm.chat(summarize_chunk_request("Alpha went home.")))
-            await asyncio.sleep(0.15)  # the 429 has come back by now
+            alpha = summarize_chunk_request("Alpha went home.")
+            first = asyncio.create_task(llm.chat(alpha, flight=flight))
+            # The 429 is answered, and read: its request is no longer out.
+            await until(lambda: any(r.status == 429 for r in srv.requests) and not flight.sending)
             second = await llm.chat(summarize_chunk_request("Beta stayed."))
             return await first, second
         finally:
@@ -291,7 +348,7 @@ def test_other_4xx_is_not_retried(srv: LLMServer) -> None:
 
 
 def test_timeout_is_retried(srv: LLMServer) -> None:
-    srv.timeout_sleep = 1.5
+    srv.timeout_sleep = 60  # stalled until the client gives up (and the test ends it)
     srv.add_fault(Fault(kind="timeout", stage="summarize_chunk"))
     started = time.monotonic()
     answer = run(chat(make_llm(srv, llm__timeout=1), summarize_chunk_request(CHUNK)))
@@ -300,7 +357,7 @@ def test_timeout_is_retried(srv: LLMServer) -> None:
 
 
 def test_timeout_without_retries_names_the_limit(srv: LLMServer) -> None:
-    srv.timeout_sleep = 1.5
+    srv.timeout_sleep = 60  # stalled until the client gives up (and the test ends it)
     srv.add_fault(Fault(kind="timeout", stage="summarize_chunk"))
     llm = make_llm(srv, llm__timeout=1, llm__max_retries=0)
     with pytest.raises(
@@ -431,7 +488,7 @@ def test_an_older_server_gets_max_tokens_even_for_requests_already_in_flight(
     first refusal switches the instance, and the other seven must be sent again, not
     failed (each run starts from the new name again)."""
     srv.old_max_tokens = True
-    srv.latency = 0.05  # every request is in flight before the first refusal is read
+    srv.hold(Hold(count=8))  # every request is in flight before the first refusal is read
     llm = make_llm(srv)
 
     async def many() -> list[Any]:
@@ -447,7 +504,7 @@ def test_an_older_server_gets_max_tokens_even_for_requests_already_in_flight(
     refused = [r for r in srv.requests if r.status == 400]
     answered = [r for r in srv.requests if r.status == 200]
     assert len(answered) == 8 and all("max_tokens" in r.body for r in answered)
-    assert len(refused) >= 2 and all("max_completion_tokens" in r.body for r in refused)
+    assert len(refused) == 8 and all("max_completion_tokens" in r.body for r in refused)
 
 
 def test_an_embeddings_failure_names_the_embeddings_server(srv: LLMServer) -> None:
@@ -494,6 +551,7 @@ def test_validate() -> None:
                 "target": "B",
                 "relation": "R",
                 "fact": "f",
+                "quote": "q",
                 "valid_at": None,
                 "invalid_at": "2024-01-01T00:00:00Z",
             }
@@ -521,6 +579,7 @@ def test_concurrency_bound() -> None:
 
 def _check_concurrency_bound(srv: LLMServer) -> None:
     llm = make_llm(srv, concurrency=4)
+    srv.hold(Hold(count=4))  # the first ones wait until four are out: the bound is used
 
     async def go() -> list[Any]:
         try:
@@ -534,10 +593,14 @@ def _check_concurrency_bound(srv: LLMServer) -> None:
     results = run(go())
     assert len(results) == 12
     assert srv.max_in_flight == 4  # the bound held, and it was used
+    assert len(srv.requests) == 12
     assert time.monotonic() - started >= 0.55  # 12 calls of 0.2 s, 4 at a time
 
 
-def test_request_hash(srv: LLMServer, tmp_path: Path) -> None:
+def test_request_hash(srv: LLMServer, hashes_elsewhere: dict[str, str]) -> None:
+    """The hash covers what decides an answer (stage, model, reasoning, messages, schema,
+    output budget; model, dimensions, texts), and nothing else: not the key, the URL or
+    the mode, and not the process that computes it."""
     one = make_llm(srv)
     other_place = LLM(
         load_config(
@@ -549,15 +612,33 @@ def test_request_hash(srv: LLMServer, tmp_path: Path) -> None:
     request = summarize_chunk_request(CHUNK)
     digest = one.request_hash(request)
     assert len(digest) == 64
+    assert digest == hashes_elsewhere["summarize_chunk"]  # another process, another seed
     assert digest == one.request_hash(summarize_chunk_request(CHUNK))
     assert digest == other_place.request_hash(request)  # not the key, not the URL
-    assert digest != one.request_hash(summarize_chunk_request(CHUNK + " More."))
+    schema = request.schema
+    changed = {
+        "prompt text": summarize_chunk_request(CHUNK + " More."),
+        "a message's role": replace(
+            request, messages=({**request.messages[0], "role": "developer"}, *request.messages[1:])
+        ),
+        "stage": replace(request, stage="contextualize_chunk"),
+        "schema": replace(request, schema={**schema, "required": []}),
+        "schema name": replace(request, schema_name="summary"),
+        "output budget": replace(request, max_output_tokens=request.max_output_tokens + 1),
+    }
+    for what, other in changed.items():
+        assert other != request and one.request_hash(other) != digest, what
     assert digest != make_llm(srv, models__summarize_chunk="gpt-4o").request_hash(request)
     assert digest != make_llm(srv, reasoning__summarize_chunk="low").request_hash(request)
-    texts = ["a", "b"]
+    texts = ["Alice met Bob.", "Paris"]
+    assert one.request_hash(texts) == hashes_elsewhere["embed"]
     assert one.request_hash(texts) == other_place.request_hash(texts)
-    assert one.request_hash(texts) != one.request_hash(["a", "c"])
+    assert one.request_hash(texts) == one.request_hash(tuple(texts))
+    assert one.request_hash(texts) != one.request_hash(["Alice met Bob.", "Oslo"])
+    assert one.request_hash(texts) != one.request_hash(texts[::-1])
     assert one.request_hash(texts) != make_llm(srv, embeddings__dimensions=8).request_hash(texts)
+    other_model = make_llm(srv, embeddings__model="text-embedding-3-large")
+    assert one.request_hash(texts) != other_model.request_hash(texts)
 
 
 def test_embed(srv: LLMServer) -> None:

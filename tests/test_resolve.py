@@ -118,11 +118,16 @@ def reference_plans(conn, ds: int, extractions: list[Extraction]) -> list[dict[s
                     decided = Ref("doc", at)
                     break
                 if {s.norm, t.norm} & {os.norm, ot.norm} and len(candidates) < MAX_CANDIDATES:
-                    v = edge_view(os.name, ot.name, o.relation, o.fact, o.valid_at)
+                    v = edge_view(os.name, ot.name, o.relation, o.fact, o.valid_at, o.invalid_at)
                     candidates.append(offer("edges", Ref("doc", at), None, v))
             if decided is None:
                 for r in graph.current_edges_touching(
-                    conn, ds, names=(s.norm, t.norm), nearest=(s.norm, t.norm), limit=24
+                    conn,
+                    ds,
+                    names=(s.norm, t.norm),
+                    nearest=(s.norm, t.norm),
+                    limit=24,
+                    closed=True,  # a closed fact may be restated, or contradicted
                 ):
                     if (r["source_norm"], r["target_norm"], r["relation"]) == key[:3] and (
                         _norm_fact(r["fact"]) == key[3]
@@ -136,13 +141,16 @@ def reference_plans(conn, ds: int, extractions: list[Extraction]) -> list[dict[s
                             r["relation"],
                             r["fact"],
                             r["valid_at"],
+                            r["invalid_at"],
                         )
                         candidates.append(offer("edges", Ref("db", r["id"]), r["id"], v))
             if decided is None and not candidates:
                 decided = NEW
             edge_refs.append(decided)
             if decided is None:
-                v = edge_view(s.name, t.name, edge.relation, edge.fact, edge.valid_at)
+                v = edge_view(
+                    s.name, t.name, edge.relation, edge.fact, edge.valid_at, edge.invalid_at
+                )
                 edge_items.append({"id": f"r{k}.{j}", **v, "candidates": candidates})
 
         out.append(
@@ -163,13 +171,14 @@ def view(item: Any, *fields: str) -> dict[str, Any]:
     return {f: item[f] if isinstance(item, dict) else getattr(item, f) for f in fields}
 
 
-def edge_view(source, target, relation, fact, valid_at) -> dict[str, Any]:
+def edge_view(source, target, relation, fact, valid_at, invalid_at) -> dict[str, Any]:
     return {
         "source": source,
         "target": target,
         "relation": relation,
         "fact": fact,
         "valid_at": valid_at,
+        "invalid_at": invalid_at,
     }
 
 
@@ -427,11 +436,13 @@ def test_fact_candidates_touch_an_end_newest_first(conn, ds: int) -> None:
     assert names(plans[2].edge_items[0]["candidates"]) == [
         "Alice knows Dora",  # this document's first, newest first
         "Alice knows Bob.",  # then the stored graph's: from Alice to Bob
+        "Alice knew Carol.",  # from Alice: closed, but it may be restated or contradicted
         "Bob knows Carol.",  # touching one of them otherwise, newest first
         "Bob knows Alice.",
     ]
     offered = [c["id"] for c in plans[2].edge_items[0]["candidates"]]
-    assert offered[1:] == [ab, bc, ba]
+    assert offered[1:] == [ab, closed, bc, ba]
+    assert plans[2].edge_items[0]["candidates"][2]["invalid_at"] == "2020-01-01"
     assert plans[2].candidate_refs[("edges", offered[0])] == Ref("doc", (0, 0))
     assert plans[3].decisions.edges == [Ref("db", ab)]
 

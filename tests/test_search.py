@@ -4,11 +4,12 @@ texts nobody here wrote, embedded by the test server's deterministic embeddings.
 from __future__ import annotations
 
 import json
+import random
 from pathlib import Path
 
 import pytest
 
-from gligabao.search import fuse, line_range, search
+from gligabao.search import fuse, line_range, lines_between, newline_offsets, search
 from gligabao.store import open_db
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset
@@ -76,6 +77,17 @@ def test_line_range_counts_lines_of_utf8_bytes() -> None:
     # A span ending with its newline ends on that line, not the next.
     assert line_range(data, 0, data.index(b"\n") + 1) == (1, 1)
     assert line_range(data, second, len(data) - 1) == (2, 3)
+
+
+def test_lines_between_counts_as_line_range_does() -> None:
+    """Many spans of one document are numbered from its newline offsets (gb facts,
+    gb export): the same lines as counting each span's document from its start."""
+    rng = random.Random(7)
+    for _ in range(2000):
+        data = bytes(rng.choice(b"ab\n") for _ in range(rng.randint(0, 40)))
+        start = rng.randint(0, len(data))
+        end = rng.randint(start, len(data))
+        assert lines_between(newline_offsets(data), start, end) == line_range(data, start, end)
 
 
 def test_library_hits_point_at_lines_and_map_summaries_to_their_chunk(tmp_path: Path) -> None:

@@ -22,6 +22,8 @@ Examples:
   gb remember notes.md             graph, summaries, vectors -> gligabao.db
   gb remember -r docs --quiet      a whole folder, as from cron
   gb search "licence termination"  keywords and meaning, path:LINE-LINE hits
+  gb facts --about Acme --at 2019-06-01   what was true then, and where it is said
+  gb why 42                        the lines that state fact 42
   gb chunk-preview notes.md        how a file would be cut; nothing stored
   cat notes.md | gb chunk-preview -
   gb config                        every setting and where it came from

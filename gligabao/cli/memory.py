@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from datetime import datetime, timezone
 
 import typer
 
@@ -107,13 +106,13 @@ def remember_command(
     from gligabao.pipeline.calls import Budget
 
     config = configure(config_path, flags)
-    valid = _iso("--valid-at", valid_at)
+    valid = options.iso_time("--valid-at", valid_at)
     run_options = Options(
         dataset=config["dataset"],
         kind=kind,
         session=session,
         valid_at=valid,
-        reference_time=_iso("--reference-time", reference_time) or valid,
+        reference_time=options.iso_time("--reference-time", reference_time) or valid,
         trace=trace,
         force=force,
     )
@@ -187,20 +186,3 @@ def _stage_flags(
             )
         flags[f"{section}.{stage}"] = setting
     return flags
-
-
-def _iso(flag: str, value: str | None) -> str | None:
-    """An ISO-8601 time as UTC text; a time without zone is taken as UTC."""
-    if value is None:
-        return None
-    text = value.strip()
-    try:
-        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    except ValueError:
-        raise ConfigError(
-            f"{flag} {value!r} is not an ISO-8601 time (for example 2024-05-01 or "
-            "2024-05-01T09:30:00Z)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"

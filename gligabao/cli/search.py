@@ -19,15 +19,21 @@ OTHER_MODEL = "other model"
 NO_ENDPOINT = "no endpoint"
 
 
-def vector_obstacle(config: Config, conn, dataset: datasets.Dataset) -> str | None:
+def vector_obstacle(
+    config: Config,
+    conn,
+    dataset: datasets.Dataset,
+    indexes: tuple[str, ...] = ("chunks", "summaries"),
+) -> str | None:
     """Why vector search cannot run on `dataset`, or None when it can.
 
-    NO_VECTORS: none stored in its chunk or summary indexes; OTHER_MODEL: they were made
+    NO_VECTORS: none stored in its `indexes` (by default the chunk and summary ones, what
+    gb search compares); OTHER_MODEL: they were made
     with another model or dimensions than embeddings.*, so a query's would not compare;
     NO_ENDPOINT: no embeddings endpoint to embed the query. Checked in that order, with
     no network call and no openai import. `gb search` and `gb eval` each say it their way.
     """
-    if dataset.embedding_model is None or not vectors.has_vectors(conn, dataset.id):
+    if dataset.embedding_model is None or not vectors.has_vectors(conn, dataset.id, indexes):
         return NO_VECTORS
     model, dims = config["embeddings.model"], config["embeddings.dimensions"]
     if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):

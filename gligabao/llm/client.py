@@ -288,6 +288,13 @@ class LLM:
         caller see when a request is out, and stop further attempts. The inference counts
         the tokens and cost of every answer paid for, an unusable one asked again included;
         a failure after a paid answer carries them as ``LLMError.inference``."""
+        try:
+            return await self._chat(request, key, flight)
+        except LLMError as exc:
+            _failed(flight, exc)
+            raise
+
+    async def _chat(self, request: ChatRequest, key: str | None, flight: Flight | None) -> Answer:
         stage = request.stage
         model = self.config.model_for(stage)
         reasoning = self.config.reasoning_for(stage)
@@ -453,6 +460,13 @@ class LLM:
     async def embed(self, texts: Sequence[str], flight: Flight | None = None) -> Embeddings:
         """One embeddings request for `texts`, in order, each of `embeddings.dimensions`;
         ``flight`` as for `chat`."""
+        try:
+            return await self._embed(texts, flight)
+        except LLMError as exc:
+            _failed(flight, exc)
+            raise
+
+    async def _embed(self, texts: Sequence[str], flight: Flight | None) -> Embeddings:
         model: str = self.config["embeddings.model"]
         dimensions: int = self.config["embeddings.dimensions"]
         require_endpoint(self.embeddings_available, EMBED_STAGE, model, self.config)
@@ -588,3 +602,11 @@ class LLM:
             # e.g. "No embedding data received": an answer, but not a usable one
             return Failure("the answer could not be read", one_line(self.scrub(str(exc))))
         raise exc
+
+
+def _failed(flight: Flight | None, exc: LLMError) -> None:
+    """A call failed for good: the others of its crew not sending yet are stopped. This
+    runs in the same step of the event loop as the limiter's release, before the call it
+    lets in can send (Flight.fail)."""
+    if flight is not None and not isinstance(exc, Stopped):
+        flight.fail()

@@ -17,7 +17,7 @@ import random
 import re
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -176,6 +176,16 @@ class Flight:
 
     sending: bool = False
     stopped: bool = False
+    # The calls that stand or fall with this one (a document's): when it fails for good,
+    # those not yet sending are stopped before the limiter lets the next one in.
+    crew: set[Flight] | None = field(default=None, compare=False, repr=False)
+
+    __hash__ = object.__hash__  # one call, however its fields change
+
+    def fail(self) -> None:
+        for other in self.crew or ():
+            if other is not self and not other.sending:
+                other.stopped = True
 
 
 # ------------------------------------------------------------------ failures

@@ -68,6 +68,7 @@ EXTRACT_GRAPH_SCHEMA = _obj(
             target=_STR,
             relation=_STR,
             fact=_STR,
+            quote=_STR,
             valid_at=_NULLABLE_STR,
             invalid_at=_NULLABLE_STR,
         )
@@ -100,7 +101,8 @@ the text speaks about. For each: "name" as the text gives it in full (never a pr
 
 Edges: the facts the text states between two entities. For each: "source" and "target" \
 exactly as the names of two entities you listed, "relation" in UPPER_SNAKE_CASE \
-(WORKS_AT, LIVES_IN, FOUNDED), "fact" one self-contained sentence stating it, "valid_at" \
+(WORKS_AT, LIVES_IN, FOUNDED), "fact" one self-contained sentence stating it, "quote" \
+the shortest passage of the text that states it, copied character for character, "valid_at" \
 when the fact became true and "invalid_at" when it stopped being true, both as ISO-8601 \
 UTC date-times (2024-03-01T00:00:00Z), or null when the text does not say. Resolve \
 relative dates ("yesterday", "last March", "two years ago") against the reference time.
@@ -198,9 +200,11 @@ For each entity: "duplicate_of" is the id of the candidate that is the same real
 thing (a different spelling or a fuller name counts), else null.
 
 For each edge: "duplicate_of" is the id of the candidate fact that states the same thing \
-(it is restated, not new), else null. "contradicts" lists the ids of candidate facts \
-that the new fact makes no longer true (a new employer replaces the old one, a moved \
-person no longer lives at the old place); facts that can both be true are not \
+(it is restated, not new), else null; a candidate may be a closed fact (its \
+"invalid_at" set), and restating it is still a duplicate. "contradicts" lists the ids of \
+candidate facts that cannot be true at the same time as the new fact (a new employer \
+replaces the old one, a moved person no longer lives at the old place), whichever \
+began first: gb orders them by "valid_at". Facts that can both be true are not \
 contradicted. "reason" says in a few words why.
 
 Answer every entity and edge of the input exactly once, by its id, with JSON only. Use \
@@ -210,7 +214,8 @@ only ids from its candidates."""
 def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
     """`items`: {"entities": [{"id": "e0", "name", "type", "candidates": [{"id": 12, "name",
     "type", "summary"}]}], "edges": [{"id": "r0", "source", "target", "relation", "fact",
-    "valid_at", "candidates": [{"id", "source", "target", "relation", "fact", "valid_at"}]}]}."""
+    "valid_at", "invalid_at", "candidates": [{"id", "source", "target", "relation", "fact",
+    "valid_at", "invalid_at"}]}]}."""
     payload = json.dumps(
         {"entities": list(items.get("entities", ())), "edges": list(items.get("edges", ()))},
         ensure_ascii=False,

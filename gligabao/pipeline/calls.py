@@ -155,13 +155,18 @@ class Calls:
         self.budget = budget
         self.spend = spend if spend is not None else Spend()
         self._carried_on: set[asyncio.Task[Any]] = set()
+        self._crew: set[Flight] = set()  # the calls of this run not ended yet
 
     async def _to_the_end(self, call: Callable[[Flight], Awaitable[_T]]) -> _T:
         """`call`, carried on to its end if it is cancelled while its request is out: that
         answer is paid for, so it is recorded, and a rerun reuses it (R11). A call not sent
-        yet is simply dropped, and one carried on sends no further attempt."""
-        flight = Flight()
+        yet is simply dropped, and one carried on sends no further attempt. When one call
+        fails for good, none of the others that has not sent yet is sent: the document has
+        failed."""
+        flight = Flight(crew=self._crew)
+        self._crew.add(flight)
         task = asyncio.ensure_future(call(flight))
+        task.add_done_callback(lambda _: self._crew.discard(flight))
         try:
             return await asyncio.shield(task)
         except asyncio.CancelledError:

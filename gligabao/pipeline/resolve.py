@@ -61,6 +61,7 @@ class Edge:
     fact: str
     valid_at: str | None
     invalid_at: str | None
+    quote: str = ""  # the passage of the chunk that states it, as the extraction gave it
 
 
 @dataclass
@@ -107,7 +108,15 @@ class Extraction:
                 continue
             seen_edges.add(key)
             edges.append(
-                Edge(ends[0], ends[1], relation, fact, item.get("valid_at"), item.get("invalid_at"))
+                Edge(
+                    ends[0],
+                    ends[1],
+                    relation,
+                    fact,
+                    item.get("valid_at"),
+                    item.get("invalid_at"),
+                    str(item.get("quote") or ""),
+                )
             )
         return cls(entities, edges)
 
@@ -273,6 +282,7 @@ class Resolver:
             names=(source.norm, target.norm),
             nearest=(source.norm, target.norm),
             limit=MAX_CANDIDATES * 4,
+            closed=True,
         ):
             if (
                 row["source_norm"],
@@ -288,6 +298,7 @@ class Resolver:
                     "relation": row["relation"],
                     "fact": row["fact"],
                     "valid_at": row["valid_at"],
+                    "invalid_at": row["invalid_at"],
                 }
                 candidates.append(
                     self._candidate(plan, "edges", Ref("db", row["id"]), row["id"], view)
@@ -393,4 +404,5 @@ def _edge_view(edge: Edge, source: str, target: str) -> dict[str, Any]:
         "relation": edge.relation,
         "fact": edge.fact,
         "valid_at": edge.valid_at,
+        "invalid_at": edge.invalid_at,
     }

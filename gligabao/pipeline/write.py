@@ -8,14 +8,44 @@ stored is looked up through the ids this writer hands out as it goes.
 
 from __future__ import annotations
 
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import apsw
 
+from gligabao.evidence import locate_quote
 from gligabao.pipeline.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
 from gligabao.store.db import query_one, transaction
+
+# Test-only, for tests/test_batch_processes.py, which kills -9 a run at exact points of
+# its store phase: GB_TEST_PAUSE_AT="POINT" or "POINT:CHUNK" stops the run the first time
+# a piece (chunk index CHUNK; any, without it) reaches POINT: it writes "POINT:CHUNK:DOC"
+# to the file GB_TEST_PAUSE_FILE and waits, the whole process still, while that file
+# exists. POINT is "chunk" (before the chunk's transaction: between the document row and
+# its first chunk, or between two chunks), "chunk-row" (in it, after the chunk's row),
+# "chunk-graph" (after its summary and graph, before its vectors) or "chunk-commit" (all
+# of it written, not yet committed). Read once, here; unset, as it is outside the
+# tests, each point costs one test of an empty string.
+_PAUSE_AT = os.environ.get("GB_TEST_PAUSE_AT", "")
+
+
+def _pause(point: str, piece: Piece, document_id: int) -> None:
+    global _PAUSE_AT
+    if not _PAUSE_AT:
+        return
+    name, _, index = _PAUSE_AT.partition(":")
+    if name != point or (index and int(index) != piece.index):
+        return
+    _PAUSE_AT = ""  # once
+    marker = os.environ["GB_TEST_PAUSE_FILE"]
+    with open(marker + ".new", "w") as out:
+        out.write(f"{point}:{piece.index}:{document_id}\n")
+    os.replace(marker + ".new", marker)
+    while os.path.exists(marker):
+        time.sleep(0.01)
 
 
 @dataclass
@@ -78,6 +108,7 @@ class Writer:
         plan = piece.plan
         assert plan is not None and piece.extraction is not None
         session = doc["session_id"]
+        _pause("chunk", piece, doc["id"])
         with transaction(self.conn):
             summary_id = None
             if piece.chunk is None:
@@ -116,6 +147,7 @@ class Writer:
                         doc["kind"],
                         self.dataset_id,
                     )
+                _pause("chunk-row", piece, doc["id"])
                 summary_id = artifacts.insert_summary(
                     self.conn,
                     chunk_id=artifact_id,
@@ -124,8 +156,10 @@ class Writer:
                 )
             entities, new_entities = self._entities(piece, plan, artifact_id, session)
             edges, invalidated, new_edges = self._edges(piece, plan, artifact_id, session)
+            _pause("chunk-graph", piece, doc["id"])
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
             artifacts.set_pending(self.conn, artifact_id, ())
+            _pause("chunk-commit", piece, doc["id"])
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
 
     def _already_stored(self, piece: Piece, chunk_id: int) -> Written:
@@ -189,21 +223,19 @@ class Writer:
                     artifact_id=artifact_id,
                 )
                 new.append((j, edge_id))
-                for ref, reason in plan.decisions.closes[j]:
-                    closed = self._id(ref, self._edge_ids)
-                    if closed and graph.close_edge(
-                        self.conn, closed, valid_at, by_edge_id=edge_id, reason=reason
-                    ):
-                        invalidated.append(
-                            {
-                                "id": closed,
-                                "invalid_at": valid_at,
-                                "invalidated_by": edge_id,
-                                "reason": reason,
-                            }
-                        )
+                closes = plan.decisions.closes[j]
+                contradicted = [self._id(ref, self._edge_ids) for ref, _ in closes]
+                if closes:
+                    invalidated += graph.settle_in_time(
+                        self.conn,
+                        edge_id,
+                        [c for c in contradicted if c],
+                        "; ".join(dict.fromkeys(reason for _, reason in closes)),
+                    )
             self._edge_ids[(piece.index, j)] = edge_id
-            graph.link_edge(self.conn, edge_id, artifact_id, session)
+            start = piece.chunk.start_offset if piece.chunk is not None else 0
+            evidence = locate_quote(edge.quote, piece.text, start)
+            graph.link_edge(self.conn, edge_id, artifact_id, session, evidence)
             out.append(
                 {
                     "id": edge_id,

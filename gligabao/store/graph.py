@@ -7,9 +7,11 @@ insert, update and delete here is reflected in gb_fts_entities / gb_fts_edges.
 
 from __future__ import annotations
 
+import itertools
 import json
 import unicodedata
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 import apsw
@@ -19,6 +21,7 @@ from gligabao.store.errors import NotFound
 from gligabao.store.fts import fts_query
 
 __all__ = [
+    "Evidence",
     "close_edge",
     "current_edges_touching",
     "edges_for_artifacts",
@@ -32,9 +35,22 @@ __all__ = [
     "link_edge",
     "link_entity",
     "normalize_name",
+    "settle_in_time",
     "update_entity_summary",
     "upsert_entity",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """Where a chunk states a fact: the extraction's quote, its UTF-8 byte span in the
+    document (None: unknown, the chunk's span stands for it), and whether the quote was
+    found in the chunk's text as given (exact) or only tolerantly, or not at all."""
+
+    quote: str | None
+    start_offset: int | None
+    end_offset: int | None
+    exact: bool
 
 
 def normalize_name(name: str) -> str:
@@ -170,13 +186,20 @@ def link_entity(
 
 
 def link_edge(
-    conn: apsw.Connection, edge_id: int, artifact_id: int, session_id: str | None = None
+    conn: apsw.Connection,
+    edge_id: int,
+    artifact_id: int,
+    session_id: str | None = None,
+    evidence: Evidence | None = None,
 ) -> None:
-    """Record that the fact was extracted from (or restated by) this artifact."""
+    """Record that the fact was extracted from (or restated by) this artifact, with the
+    quote that states it there and its byte span in the document, where known."""
+    ev = evidence or Evidence(None, None, None, False)
     with transaction(conn):
         conn.execute(
-            "INSERT OR IGNORE INTO gb_edge_artifacts(edge_id, artifact_id) VALUES (?, ?)",
-            (edge_id, artifact_id),
+            """INSERT OR IGNORE INTO gb_edge_artifacts(edge_id, artifact_id, quote,
+                   start_offset, end_offset, exact) VALUES (?, ?, ?, ?, ?, ?)""",
+            (edge_id, artifact_id, ev.quote, ev.start_offset, ev.end_offset, int(ev.exact)),
         )
         if session_id is not None:
             conn.execute(
@@ -209,6 +232,89 @@ def close_edge(
     if get_edge(conn, edge_id) is None:
         raise NotFound(f"no edge with id {edge_id}")
     return False
+
+
+def settle_in_time(
+    conn: apsw.Connection,
+    edge_id: int,
+    contradicted: Iterable[int],
+    reason: str,
+    *,
+    expired_at: str | None = None,
+) -> list[dict[str, Any]]:
+    """Place a new fact among the facts it contradicts, by when each became true, so that
+    the order documents are remembered in never changes what was true when.
+
+    The facts it contradicts, and every fact closed by one of them or closing one of
+    them (transitively), hold one place in turn: sorted by `valid_at`, each ends where
+    the next begins (`invalid_at`, `invalidated_by_edge_id`), and only the latest stays
+    open. A fact older than the one it contradicts is so stored closed, the newer one
+    staying current. A fact whose own text gave it an earlier end keeps that end. A fact
+    held as current until now is expired now: transaction time, when gb learnt it.
+    Returns the facts whose interval changed: `id`, `invalid_at`, `invalidated_by`,
+    `reason`.
+    """
+    group = _contradiction_group(conn, {edge_id, *contradicted})
+    if len(group) < 2:
+        return []
+    now = expired_at or now_iso()
+    changed = []
+    for older, newer in itertools.pairwise(group):
+        own_end = older["invalidated_by_edge_id"] is None and older["invalid_at"] is not None
+        if own_end and older["invalid_at"] <= newer["valid_at"]:
+            continue
+        if (older["invalid_at"], older["invalidated_by_edge_id"]) == (
+            newer["valid_at"],
+            newer["id"],
+        ):
+            continue
+        why = reason if edge_id in (older["id"], newer["id"]) else older["invalidation_reason"]
+        held = older["invalid_at"] is None and older["expired_at"] is None
+        write(
+            conn,
+            """UPDATE gb_edges SET invalid_at = ?, invalidated_by_edge_id = ?,
+                   invalidation_reason = ?, expired_at = ? WHERE id = ?""",
+            (
+                newer["valid_at"],
+                newer["id"],
+                why or reason,
+                now if held and older["id"] != edge_id else older["expired_at"],
+                older["id"],
+            ),
+        )
+        changed.append(
+            {
+                "id": older["id"],
+                "invalid_at": newer["valid_at"],
+                "invalidated_by": newer["id"],
+                "reason": why or reason,
+            }
+        )
+    return changed
+
+
+def _contradiction_group(conn: apsw.Connection, seeds: set[int]) -> list[dict[str, Any]]:
+    """`seeds` and the facts linked to them by closing or being closed, transitively,
+    oldest first (by valid_at, then id)."""
+    found = set(seeds)
+    frontier = set(seeds)
+    while frontier:
+        linked = query(
+            conn,
+            """WITH f(id) AS (SELECT value FROM json_each(?))
+               SELECT id FROM gb_edges WHERE invalidated_by_edge_id IN f
+               UNION SELECT invalidated_by_edge_id FROM gb_edges
+               WHERE id IN f AND invalidated_by_edge_id IS NOT NULL""",
+            (_ids(frontier),),
+        )
+        frontier = {row["id"] for row in linked} - found
+        found |= frontier
+    rows = query(
+        conn,
+        "SELECT * FROM gb_edges WHERE id IN (SELECT value FROM json_each(?))",
+        (_ids(found),),
+    )
+    return sorted(rows, key=lambda r: (r["valid_at"] or "", r["id"]))
 
 
 def entity_exact(
@@ -249,11 +355,13 @@ def current_edges_touching(
     names: Iterable[str] = (),
     nearest: tuple[str, str] | None = None,
     limit: int | None = None,
+    closed: bool = False,
 ) -> list[dict[str, Any]]:
     """Current facts (neither invalid nor expired) with either end among `entity_ids` or
-    among the entities whose normalized name is in `names`: the candidates an extracted
-    edge is compared against (R4). Each row also has its ends' `source_name`,
-    `source_norm`, `target_name` and `target_norm`.
+    among the entities whose normalized name is in `names`; with `closed`, closed facts
+    too: the candidates an extracted edge is compared against (R4), for an old fact may
+    be restated, or contradicted by one older still. Each row also has its ends'
+    `source_name`, `source_norm`, `target_name` and `target_norm`.
 
     In id order; with `nearest=(source_norm, target_norm)`, nearest first instead: the
     facts with both ends so named (in that direction), then with one, each newest first.
@@ -291,7 +399,8 @@ def current_edges_touching(
             JOIN gb_entities t ON t.id = e.target_entity_id
             WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN ends
                            UNION SELECT id FROM gb_edges WHERE target_entity_id IN ends)
-              AND e.dataset_id = :d AND e.invalid_at IS NULL AND e.expired_at IS NULL
+              AND e.dataset_id = :d
+              AND (:closed OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
             ORDER BY {order}
             LIMIT :n""",
         {
@@ -300,6 +409,7 @@ def current_edges_touching(
             "a": a,
             "b": b,
             "n": -1 if limit is None else limit,
+            "closed": int(closed),
         },
     )
 

@@ -201,7 +201,20 @@ CREATE TRIGGER gb_edges_fts_delete AFTER DELETE ON gb_edges BEGIN
 END;
 """
 
-MIGRATIONS: list[str] = [_V1]
+# Evidence, to the line (issue 10): each (fact, chunk) link keeps the quote the
+# extraction gave for the fact, its UTF-8 byte span in the document, and whether the quote
+# was found in the chunk as given (exact) or only the chunk's span is known. Links of
+# documents remembered before this step have none: their evidence is the chunk's span.
+_V2 = """
+ALTER TABLE gb_edge_artifacts ADD COLUMN quote TEXT;
+ALTER TABLE gb_edge_artifacts ADD COLUMN start_offset INTEGER;
+ALTER TABLE gb_edge_artifacts ADD COLUMN end_offset INTEGER;
+ALTER TABLE gb_edge_artifacts ADD COLUMN exact INTEGER NOT NULL DEFAULT 0;
+-- gb facts lists the newest first: in this order, read off the index, not sorted.
+CREATE INDEX gb_edges_dataset_time ON gb_edges(dataset_id, coalesce(valid_at, created_at));
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

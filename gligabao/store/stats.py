@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import apsw
 
 from gligabao.store.db import query_one
+from gligabao.store.facts import CURRENT
 
 __all__ = ["Stats", "stats"]
 
@@ -17,7 +18,7 @@ class Stats:
     chunks: int
     summaries: int
     entities: int
-    edges_valid: int  # current facts: neither invalid nor expired
+    edges_valid: int  # current facts, as gb facts shows them (store.facts.CURRENT)
     edges_closed: int
     inferences: int
     input_tokens: int
@@ -33,10 +34,8 @@ SELECT
     WHERE chunk_index IS NOT NULL {a}) AS chunks,
   (SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary' {a}) AS summaries,
   (SELECT count(*) FROM gb_entities WHERE 1 {a}) AS entities,
-  (SELECT count(*) FROM gb_edges
-    WHERE invalid_at IS NULL AND expired_at IS NULL {a}) AS edges_valid,
-  (SELECT count(*) FROM gb_edges
-    WHERE (invalid_at IS NOT NULL OR expired_at IS NOT NULL) {a}) AS edges_closed,
+  (SELECT count(*) FROM gb_edges e WHERE {current} {a}) AS edges_valid,
+  (SELECT count(*) FROM gb_edges e WHERE NOT {current} {a}) AS edges_closed,
   i.n AS inferences, i.input_tokens, i.output_tokens, i.cached_tokens, i.cost
 FROM (SELECT count(*) AS n, coalesce(sum(input_tokens), 0) AS input_tokens,
              coalesce(sum(output_tokens), 0) AS output_tokens,
@@ -48,6 +47,6 @@ FROM (SELECT count(*) AS n, coalesce(sum(input_tokens), 0) AS input_tokens,
 def stats(conn: apsw.Connection, dataset_id: int | None = None) -> Stats:
     """Counts for a dataset (inferences recorded against it), or for the whole file."""
     where = "" if dataset_id is None else "AND dataset_id = :d"
-    row = query_one(conn, _SQL.format(a=where), {"d": dataset_id})
+    row = query_one(conn, _SQL.format(a=where, current=CURRENT), {"d": dataset_id})
     assert row is not None
     return Stats(**row)

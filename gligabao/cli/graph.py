@@ -1,0 +1,216 @@
+"""`gb facts`, `gb entity`, `gb entities` and `gb why`: the temporal knowledge graph, read
+back with its evidence.
+
+All only read: they open the database without creating one (exit 6 when there is none).
+"""
+
+from __future__ import annotations
+
+import typer
+
+from gligabao import render
+from gligabao.cli import options
+from gligabao.cli.app import command, configure, open_store, require_dataset
+from gligabao.errors import GbError, UsageError
+
+
+@command("facts")
+def facts_command(
+    query: str = typer.Argument(None, help="Facts about this, in your own words (optional)."),
+    about: str = typer.Option(
+        None, "--about", help="Only facts touching this entity (name or id)."
+    ),
+    at: str = typer.Option(None, "--at", help="Facts true at this time (ISO-8601)."),
+    known_at: str = typer.Option(
+        None, "--known-at", help="Facts the graph held at this time (ISO-8601)."
+    ),
+    closed: bool = typer.Option(False, "--all", help="Closed facts too, not only current ones."),
+    relation: str = typer.Option(None, "--relation", help="Only this relation (WORKS_AT...)."),
+    session: str = typer.Option(None, "--session", help="Only facts of this session."),
+    limit: int = typer.Option(20, "-k", "--limit", help="How many facts to show."),
+    db: options.Db = None,
+    dataset: options.Dataset = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """The facts of a dataset: current ones, newest first, each with where it is stated.
+
+    With QUERY, facts are searched by BM25 and by meaning (their vectors), fused as
+    gb search does; BM25 alone without vectors or an embeddings endpoint. A fact is
+    current when nothing closed it; --at asks what was true then, --known-at what the
+    graph held then, --all shows closed facts too.
+
+    Example: gb facts --about "Acme" --at 2019-06-01
+    """
+    from gligabao.facts import facts, find_entities
+
+    if limit <= 0:
+        raise UsageError(f"--limit must be positive, not {limit}")
+    at_time, known_time = options.iso_time("--at", at), options.iso_time("--known-at", known_at)
+    config = configure(config_path, {"database": db, "dataset": dataset})
+    conn = open_store(config, create=False)
+    found = require_dataset(conn, config["dataset"])
+    entity_ids = [e["id"] for e in find_entities(conn, found, about)] if about else None
+    query_vector = _query_vector(config, conn, found, query, "edges") if query else None
+    shown = facts(
+        conn,
+        found,
+        query or None,
+        about=entity_ids,
+        at=at_time,
+        known_at=known_time,
+        closed=closed,
+        relation=relation.upper() if relation else None,
+        session=session,
+        limit=limit,
+        query_vector=query_vector,
+        depth=config["search.depth"],
+        rrf_k=config["search.rrf_k"],
+    )
+    if as_json:
+        for fact in shown:
+            render.json_line(fact.as_json())
+        return
+    if not shown:
+        render.notice("no facts" + (f" for {query!r}" if query else ""))
+        return
+    render.facts_list(shown)
+
+
+@command("entity")
+def entity_command(
+    name: str = typer.Argument(help="The entity's name (any case and spacing) or id."),
+    at: str = typer.Option(None, "--at", help="Only facts true at this time (ISO-8601)."),
+    depth: int = typer.Option(1, "--depth", help="Neighbours up to this many facts away."),
+    db: options.Db = None,
+    dataset: options.Dataset = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """One entity: its type and summary, its facts as a timeline (closed ones marked,
+    with what closed them and why), its neighbours and the documents that mention it.
+
+    A name is matched exactly (case, accents and spacing aside), else by its words: when
+    several entities are close, they are listed with their ids and gb exits 1.
+
+    Example: gb entity "Alice Moreau" --at 2019-01-01 --depth 2
+    """
+    from gligabao.facts import entity
+
+    if depth < 0:
+        raise UsageError(f"--depth must be 0 or more, not {depth}")
+    at_time = options.iso_time("--at", at)
+    config = configure(config_path, {"database": db, "dataset": dataset})
+    conn = open_store(config, create=False)
+    found = require_dataset(conn, config["dataset"])
+    vector = _query_vector(config, conn, found, name, "entities", quiet=True)
+    view = entity(conn, found, name, at=at_time, depth=depth, query_vector=vector)
+    if as_json:
+        render.json_line(view.as_json())
+        return
+    render.entity_view(view)
+
+
+@command("entities")
+def entities_command(
+    query: str = typer.Argument(None, help="Entities like this, in your own words (optional)."),
+    limit: int = typer.Option(20, "-k", "--limit", help="How many entities to show."),
+    db: options.Db = None,
+    dataset: options.Dataset = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """The entities of a dataset, by name, with their numbers of facts and documents;
+    with QUERY, searched by their names and summaries and by meaning.
+
+    Example: gb entities "software companies" -k 5
+    """
+    from gligabao.facts import entities
+
+    if limit <= 0:
+        raise UsageError(f"--limit must be positive, not {limit}")
+    config = configure(config_path, {"database": db, "dataset": dataset})
+    conn = open_store(config, create=False)
+    found = require_dataset(conn, config["dataset"])
+    vector = _query_vector(config, conn, found, query, "entities") if query else None
+    shown = entities(
+        conn,
+        found,
+        query or None,
+        limit=limit,
+        query_vector=vector,
+        depth=config["search.depth"],
+        rrf_k=config["search.rrf_k"],
+    )
+    if as_json:
+        for item in shown:
+            render.json_line(item.as_json())
+        return
+    if not shown:
+        render.notice("no entities" + (f" for {query!r}" if query else ""))
+        return
+    render.entities_table(shown)
+
+
+def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool = False):
+    """A function embedding `text` for a KNN over the dataset's `index` vectors (edges or
+    entities), or None, with a notice unless `quiet`, when they cannot be compared with
+    it: BM25 alone then."""
+    from gligabao.cli.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
+
+    what = {"edges": "fact", "entities": "entity"}[index]
+    obstacle = vector_obstacle(config, conn, dataset, (index,))
+    if obstacle is not None:
+        why = {
+            NO_VECTORS: f"dataset '{dataset.name}' has no {what} vectors",
+            OTHER_MODEL: f"dataset '{dataset.name}' was embedded with another model "
+            f"({dataset.embedding_model}) than embeddings.model",
+            NO_ENDPOINT: "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY)",
+        }[obstacle]
+        if not quiet:
+            render.notice(f"{why}; searching by BM25 only")
+        return None
+    from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
+
+    return lambda: embed_query(config, text)
+
+
+@command("why")
+def why_command(
+    fact_id: int = typer.Argument(help="The fact's id, as gb facts shows it."),
+    db: options.Db = None,
+    dataset: options.Dataset = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """Why gb holds a fact: each place that states it, as path:LINE with the quote
+    highlighted in its lines, and, for a closed fact, the fact that closed it, its own
+    evidence and the reason given.
+
+    Example: gb why 42
+    """
+    from gligabao.facts import get_fact
+
+    config = configure(config_path, {"database": db, "dataset": dataset})
+    conn = open_store(config, create=False)
+    found = require_dataset(conn, config["dataset"])
+    fact = get_fact(conn, found, fact_id)
+    if fact is None:
+        raise GbError(f"no fact {fact_id} in dataset '{found.name}'; gb facts lists them")
+    closer = get_fact(conn, found, fact.closed_by["id"]) if fact.closed_by else None
+    if as_json:
+        render.json_line({**fact.as_json(), "closer": closer.as_json() if closer else None})
+        return
+    render.why(fact, closer, lambda doc_id, start, end: _lines(conn, doc_id, start, end))
+
+
+def _lines(conn, document_id: int, start: int, end: int) -> tuple[bytes, int]:
+    """The document's bytes from the line before `start` to the line after `end`, and the
+    offset they begin at."""
+    from gligabao.store.facts import document_bytes
+
+    data = document_bytes(conn, document_id, end + 4096)
+    first = data.rfind(b"\n", 0, max(0, data.rfind(b"\n", 0, start))) + 1
+    after = data.find(b"\n", end)
+    after = data.find(b"\n", after + 1) if after >= 0 else -1
+    return data[first : after if after >= 0 else len(data)], first

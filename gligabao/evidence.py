@@ -1,0 +1,41 @@
+"""Evidence, to the line: where a chunk states a fact (seed 001, "a chunk has to point
+home": offsets are carried, never recovered by searching the whole document).
+
+The extraction gives each fact a short quote of its chunk. `locate_quote` finds it in the
+chunk's exact text, as given first, then tolerantly (any run of whitespace for a space,
+any case), and turns the match into UTF-8 byte offsets in the document by the chunk's own
+start offset. A quote not found leaves the chunk's span standing for it, not exact.
+"""
+
+from __future__ import annotations
+
+import re
+
+from gligabao.store.graph import Evidence
+
+__all__ = ["locate_quote"]
+
+_MAX_QUOTE = 2000  # characters kept of a quote: an answer is not a place to store a chunk
+
+
+def locate_quote(quote: str | None, chunk_text: str, chunk_start: int = 0) -> Evidence:
+    """The evidence of `quote` in `chunk_text`, whose first byte is byte `chunk_start` of
+    its document."""
+    quote = (quote or "").strip()[:_MAX_QUOTE]
+    if not quote:
+        return Evidence(None, None, None, False)
+    at = chunk_text.find(quote)
+    if at >= 0:
+        return _span(quote, chunk_text, chunk_start, at, at + len(quote), exact=True)
+    words = quote.split()
+    pattern = r"\s+".join(re.escape(word) for word in words)
+    found = re.search(pattern, chunk_text, flags=re.IGNORECASE)
+    if found is None:
+        return Evidence(quote, None, None, False)
+    return _span(quote, chunk_text, chunk_start, found.start(), found.end(), exact=False)
+
+
+def _span(quote: str, text: str, base: int, start: int, end: int, *, exact: bool) -> Evidence:
+    start_byte = base + len(text[:start].encode("utf-8"))
+    end_byte = start_byte + len(text[start:end].encode("utf-8"))
+    return Evidence(quote, start_byte, end_byte, exact)

@@ -1,0 +1,400 @@
+"""The graph, read back (issue 10): facts with their time filters and the evidence that
+states each, to the line.
+
+    from gligabao.facts import facts, why
+    for fact in facts(conn, dataset, "who runs Acme", at="2019-06-01"):
+        print(fact.source, fact.relation, fact.target, fact.evidence[0].line_start)
+
+A fact is `current` when nothing closed it and no end it was given has passed; `--at`
+asks what was true at a time (valid time), `--known-at` what the graph held then
+(transaction time). With a query, facts are searched by BM25 over their texts and KNN over
+the dataset's edge vectors, fused by reciprocal rank as `gb search` fuses chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import apsw
+
+from gligabao.errors import GbError
+from gligabao.search import Vector, VectorSide, fuse, lines_between, mapped, newline_offsets
+from gligabao.store import facts as store_facts
+from gligabao.store import vectors
+from gligabao.store.datasets import Dataset
+from gligabao.store.graph import normalize_name
+
+
+class AmbiguousEntity(GbError):
+    """A name that is no entity's, but close to several: the script must say which."""
+
+    def __init__(self, name: str, candidates: list[dict[str, Any]]) -> None:
+        self.candidates = candidates
+        if not candidates:
+            super().__init__(f"no entity is named {name!r}; gb entities lists them")
+            return
+        shown = "; ".join(f"{c['id']} {c['name']} ({c['type']})" for c in candidates[:10])
+        super().__init__(
+            f"no entity is named exactly {name!r}; close ones: {shown}; name one by its id"
+        )
+
+
+def find_entities(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    name: str,
+    query_vector: Vector | Callable[[], Vector] | None = None,
+) -> list[dict[str, Any]]:
+    """The entities `name` means: its id ("12"), else those with exactly that normalized
+    name (of any type), else the one entity whose name or summary shares its words.
+    Several close matches, or none, raise AmbiguousEntity, which lists them (with no word
+    in common, the nearest by `query_vector`, when given): a script never gets the wrong
+    one silently."""
+    if name.strip().isdigit():
+        found = store_facts.entities(conn, dataset.id, ids=[int(name)])
+        if found:
+            return found
+    exact = store_facts.entities(conn, dataset.id, name_norm=normalize_name(name))
+    if exact:
+        return exact
+    close = store_facts.entities(
+        conn, dataset.id, ids=store_facts.entity_ids_fts(conn, dataset.id, name, 10)
+    )
+    if len(close) == 1:
+        return close
+    if not close and query_vector is not None:
+        vector = query_vector() if callable(query_vector) else query_vector
+        nearest = vectors.knn(mapped(conn), dataset.id, "entities", vector, 5)
+        ids = [vectors.parse_vector_id(n.vector_id)[1] for n in nearest]
+        close = store_facts.entities(conn, dataset.id, ids=ids)
+    raise AmbiguousEntity(name, close)
+
+
+__all__ = [
+    "AmbiguousEntity",
+    "Entity",
+    "EntityView",
+    "Evidence",
+    "Fact",
+    "attach_evidence",
+    "entities",
+    "entity",
+    "facts",
+    "find_entities",
+    "get_fact",
+]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Where one chunk (or short document) states a fact: byte offsets in the document,
+    its lines, and the quote; `exact` when the quote was found in the chunk as given,
+    else the span is the tolerant match, or the whole chunk when it was not found."""
+
+    document_id: int
+    chunk_id: int
+    source: str | None
+    start_offset: int
+    end_offset: int
+    line_start: int
+    line_end: int
+    quote: str | None
+    exact: bool
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "document_id": self.document_id,
+            "chunk_id": self.chunk_id,
+            "source": self.source,
+            "start_offset": self.start_offset,
+            "end_offset": self.end_offset,
+            "line_start": self.line_start,
+            "line_end": self.line_end,
+            "quote": self.quote,
+            "exact": self.exact,
+        }
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: int
+    source: str
+    relation: str
+    target: str
+    fact: str
+    valid_at: str | None
+    invalid_at: str | None
+    created_at: str
+    expired_at: str | None
+    status: str  # current | closed
+    closed_by: dict[str, Any] | None  # {id, fact, reason}
+    evidence: list[Evidence] = field(default_factory=list)
+    source_id: int = 0
+    target_id: int = 0
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source": self.source,
+            "relation": self.relation,
+            "target": self.target,
+            "fact": self.fact,
+            "valid_at": self.valid_at,
+            "invalid_at": self.invalid_at,
+            "created_at": self.created_at,
+            "expired_at": self.expired_at,
+            "status": self.status,
+            "closed_by": self.closed_by,
+            "evidence": [e.as_json() for e in self.evidence],
+        }
+
+
+def facts(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    query: str | None = None,
+    *,
+    about: Sequence[int] | None = None,  # entity ids (find_entities)
+    at: str | None = None,
+    known_at: str | None = None,
+    closed: bool = False,
+    relation: str | None = None,
+    session: str | None = None,
+    limit: int = 20,
+    query_vector: Vector | Callable[[], Vector] | None = None,
+    depth: int = 50,
+    rrf_k: int = 60,
+) -> list[Fact]:
+    """The facts of `dataset`: current ones unless `at`, `known_at` or `closed` say
+    otherwise; touching the entities `about` (ids); newest first, or, with `query`, best
+    first (BM25, fused with KNN over the edge vectors when `query_vector` is given)."""
+    filters: dict[str, Any] = {
+        "entity_ids": about,
+        "at": at,
+        "known_at": known_at,
+        "closed": closed,
+        "relation": relation,
+        "session": session,
+    }
+    if query is None:
+        rows = store_facts.facts(conn, dataset.id, limit=limit, **filters)
+    else:
+        # Each method ranks more facts than shown (the filters may drop closed ones); the
+        # filters then keep the fused order.
+        pool = max(depth, limit) * 2
+        rankings = _rank(conn, dataset, "edges", query, query_vector, pool)
+        ranked = [key for key, _, _ in fuse(rankings, rrf_k)]
+        rows = store_facts.facts(conn, dataset.id, ids=ranked, limit=limit, **filters)
+    return attach_evidence(conn, rows)
+
+
+def get_fact(conn: apsw.Connection, dataset: Dataset, fact_id: int) -> Fact | None:
+    """One fact by id, whatever its status."""
+    rows = store_facts.facts(conn, dataset.id, ids=[fact_id], closed=True)
+    return attach_evidence(conn, rows)[0] if rows else None
+
+
+def attach_evidence(conn: apsw.Connection, rows: list[dict[str, Any]]) -> list[Fact]:
+    """Facts of `store.facts` rows, each with its evidence: one query for all of them,
+    each document read once (as far as its evidence goes) to number its lines."""
+    links = store_facts.evidence(conn, [r["id"] for r in rows])
+    reach: dict[int, int] = {}
+    for link in links:
+        reach[link["document_id"]] = max(reach.get(link["document_id"], 0), link["chunk_end"])
+    newlines = {
+        doc: newline_offsets(store_facts.document_bytes(conn, doc, end))
+        for doc, end in reach.items()
+    }
+    by_edge: dict[int, list[Evidence]] = {}
+    for link in links:
+        located = link["quote_start"] is not None
+        start = link["quote_start"] if located else link["chunk_start"]
+        end = link["quote_end"] if located else link["chunk_end"]
+        first, last = lines_between(newlines[link["document_id"]], start, end)
+        by_edge.setdefault(link["edge_id"], []).append(
+            Evidence(
+                document_id=link["document_id"],
+                chunk_id=link["chunk_id"],
+                source=link["source"],
+                start_offset=start,
+                end_offset=end,
+                line_start=first,
+                line_end=last,
+                quote=link["quote"],
+                exact=bool(link["exact"]) and located,
+            )
+        )
+    return [
+        Fact(
+            id=r["id"],
+            source=r["source_name"],
+            relation=r["relation"],
+            target=r["target_name"],
+            fact=r["fact"],
+            valid_at=r["valid_at"],
+            invalid_at=r["invalid_at"],
+            created_at=r["created_at"],
+            expired_at=r["expired_at"],
+            status="current" if r["current"] else "closed",
+            closed_by=(
+                {
+                    "id": r["invalidated_by_edge_id"],
+                    "fact": r["closer_fact"],
+                    "reason": r["invalidation_reason"],
+                }
+                if r["invalidated_by_edge_id"] is not None
+                else None
+            ),
+            evidence=by_edge.get(r["id"], []),
+            source_id=r["source_entity_id"],
+            target_id=r["target_entity_id"],
+        )
+        for r in rows
+    ]
+
+
+@dataclass(frozen=True)
+class Entity:
+    """An entity with how many facts touch it and how many documents mention it."""
+
+    id: int
+    name: str
+    type: str
+    summary: str
+    fact_count: int  # every fact it is an end of, closed ones too
+    document_count: int
+    created_at: str = ""
+
+    @classmethod
+    def from_row(cls, row: dict[str, Any]) -> Entity:
+        return cls(
+            row["id"],
+            row["name"],
+            row["type"],
+            row["summary"],
+            row["fact_count"],
+            row["document_count"],
+            row["created_at"],
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "type": self.type,
+            "summary": self.summary,
+            "fact_count": self.fact_count,
+            "document_count": self.document_count,
+            "created_at": self.created_at,
+        }
+
+
+@dataclass(frozen=True)
+class EntityView:
+    """One entity whole: its facts as a timeline (oldest first), its neighbours up to a
+    depth, and the documents that mention it."""
+
+    id: int
+    name: str
+    type: str
+    summary: str
+    facts: list[Fact]
+    neighbours: list[dict[str, Any]]  # {id, name, type, depth}
+    documents: list[dict[str, Any]]  # {id, source}
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "type": self.type,
+            "summary": self.summary,
+            "facts": [f.as_json() for f in self.facts],
+            "neighbours": self.neighbours,
+            "documents": self.documents,
+        }
+
+
+def entity(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    name: str,
+    *,
+    at: str | None = None,
+    depth: int = 1,
+    query_vector: Vector | Callable[[], Vector] | None = None,
+) -> EntityView:
+    """The entity `name` means (see find_entities; of several exact ones, of any type,
+    the one with most facts): every fact touching it, closed ones marked (or those true
+    at `at`), oldest first; the entities up to `depth` facts away (through current facts,
+    or facts true at `at`); the documents that mention it."""
+    candidates = find_entities(conn, dataset, name, query_vector)
+    found = max(candidates, key=lambda e: (e["fact_count"], -e["id"]))
+    rows = store_facts.facts(conn, dataset.id, entity_ids=[found["id"]], at=at, closed=at is None)
+    timeline = sorted(attach_evidence(conn, rows), key=lambda f: (f.valid_at or "", f.id))
+    seen, frontier, near = {found["id"]}, [found["id"]], []
+    for hop in range(1, max(0, depth) + 1):
+        step = [n for n in store_facts.neighbours(conn, frontier, at=at) if n["id"] not in seen]
+        near += [{**n, "depth": hop} for n in step]
+        seen.update(n["id"] for n in step)
+        frontier = [n["id"] for n in step]
+        if not frontier:
+            break
+    return EntityView(
+        id=found["id"],
+        name=found["name"],
+        type=found["type"],
+        summary=found["summary"],
+        facts=timeline,
+        neighbours=near,
+        documents=store_facts.entity_documents(conn, found["id"]),
+    )
+
+
+def entities(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    query: str | None = None,
+    *,
+    limit: int = 20,
+    query_vector: Vector | Callable[[], Vector] | None = None,
+    depth: int = 50,
+    rrf_k: int = 60,
+) -> list[Entity]:
+    """Entities by name, or, with `query`, best first: BM25 over names and summaries,
+    fused with KNN over the entity vectors when `query_vector` is given."""
+    if query is None:
+        rows = store_facts.entities(conn, dataset.id, limit=limit)
+        return [Entity.from_row(r) for r in rows]
+    rankings = _rank(conn, dataset, "entities", query, query_vector, max(depth, limit))
+    ranked = [key for key, _, _ in fuse(rankings, rrf_k)][:limit]
+    return [Entity.from_row(r) for r in store_facts.entities(conn, dataset.id, ids=ranked)]
+
+
+def _rank(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    index: str,
+    query: str,
+    query_vector: Vector | Callable[[], Vector] | None,
+    pool: int,
+) -> dict[str, list[int]]:
+    """The BM25 and (given a query vector) KNN rankings of facts or entities, at most
+    `pool` each: the KNN scan on a second connection while BM25 runs on this one."""
+    mapped(conn)
+    keywords = store_facts.edge_ids_fts if index == "edges" else store_facts.entity_ids_fts
+    if query_vector is None:
+        return {"bm25": keywords(conn, dataset.id, query, pool)}
+
+    def nearest(c: apsw.Connection, vector: Vector) -> list[int]:
+        found = vectors.knn(c, dataset.id, index, vector, min(pool, 4096))
+        return [vectors.parse_vector_id(n.vector_id)[1] for n in found]
+
+    side = VectorSide(conn, query_vector, nearest)
+    side.start()
+    try:
+        bm25 = keywords(conn, dataset.id, query, pool)
+    finally:
+        side.join()  # done with the second connection, whatever happened here
+    return {"bm25": bm25, "vector": side.result()}

@@ -1,0 +1,270 @@
+"""Reading the graph back (issue 10): facts with their time filters, the evidence of each,
+entities and their neighbours. Only SELECTs: every command built on this reads.
+
+Times are compared as instants (SQLite's julianday), not as text, so that "2024-01-01",
+"2024-01-01T00:00:00Z" and "2024-01-01T00:00:00.000Z" are one moment; a time SQLite
+cannot read counts as unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import apsw
+
+from gligabao.store.db import query
+from gligabao.store.fts import fts_query
+
+__all__ = [
+    "document_bytes",
+    "edge_ids_fts",
+    "entities",
+    "entity_documents",
+    "entity_ids_fts",
+    "evidence",
+    "facts",
+    "neighbours",
+]
+
+# A fact is current when nothing closed it and no end it was given has passed.
+CURRENT = """(e.expired_at IS NULL AND (e.invalid_at IS NULL
+              OR julianday(e.invalid_at) > julianday('now')))"""
+_TRUE_AT = """(julianday(coalesce(e.valid_at, e.created_at)) <= julianday(:at)
+              AND (e.invalid_at IS NULL OR julianday(:at) < julianday(e.invalid_at)))"""
+_KNOWN_AT = """(julianday(e.created_at) <= julianday(:known)
+              AND (e.expired_at IS NULL OR julianday(:known) < julianday(e.expired_at)))"""
+
+
+def _ids(ids: Iterable[int]) -> str:
+    return json.dumps([int(i) for i in ids])
+
+
+def facts(
+    conn: apsw.Connection,
+    dataset_id: int,
+    *,
+    ids: Sequence[int] | None = None,
+    entity_ids: Sequence[int] | None = None,
+    at: str | None = None,
+    known_at: str | None = None,
+    closed: bool = False,
+    relation: str | None = None,
+    session: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Facts of a dataset with their ends' names and types, and what closed each
+    (`closer_fact`): newest first (by `valid_at`), or in the order of `ids` when given.
+
+    `at`: true at that time; `known_at`: held by the graph at that time; neither: current
+    only, unless `closed` (every fact). `entity_ids`: touching one of them.
+    """
+    # With ids to look up, the unary + keeps SQLite from walking the dataset's index
+    # (every fact of it) instead of fetching those rows by id.
+    where = [
+        "+e.dataset_id = :d" if ids is not None or entity_ids is not None else "e.dataset_id = :d"
+    ]
+    if at is not None:
+        where.append(_TRUE_AT)
+    if known_at is not None:
+        where.append(_KNOWN_AT)
+    if at is None and known_at is None and not closed:
+        where.append(CURRENT)
+    if ids is not None:
+        where.append("e.id IN (SELECT value FROM json_each(:ids))")
+    if entity_ids is not None:
+        where.append(
+            """e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN
+                            (SELECT value FROM json_each(:ents))
+                        UNION SELECT id FROM gb_edges WHERE target_entity_id IN
+                            (SELECT value FROM json_each(:ents)))"""
+        )
+    if relation is not None:
+        where.append("e.relation = :rel")
+    if session is not None:
+        where.append(
+            """e.id IN (SELECT edge_id FROM gb_session_edges
+                        WHERE dataset_id = :d AND session_id = :s)"""
+        )
+    rows = query(
+        conn,
+        f"""SELECT e.*, s.name AS source_name, s.type AS source_type,
+                   t.name AS target_name, t.type AS target_type,
+                   c.fact AS closer_fact, {CURRENT} AS current
+            FROM gb_edges e
+            JOIN gb_entities s ON s.id = e.source_entity_id
+            JOIN gb_entities t ON t.id = e.target_entity_id
+            LEFT JOIN gb_edges c ON c.id = e.invalidated_by_edge_id
+            WHERE {" AND ".join(where)}
+            ORDER BY coalesce(e.valid_at, e.created_at) DESC, e.id DESC
+            LIMIT :n""",
+        {
+            "d": dataset_id,
+            "at": at,
+            "known": known_at,
+            "ids": _ids(ids or ()),
+            "ents": _ids(entity_ids or ()),
+            "rel": relation,
+            "s": session,
+            "n": -1 if limit is None or ids is not None else limit,
+        },
+    )
+    if ids is not None:
+        order = {edge_id: i for i, edge_id in enumerate(ids)}
+        rows.sort(key=lambda r: order[r["id"]])
+        rows = rows[:limit] if limit is not None else rows
+    return rows
+
+
+def edge_ids_fts(conn: apsw.Connection, dataset_id: int, text: str, limit: int) -> list[int]:
+    """Facts whose text shares words with `text`, best bm25 first."""
+    match = fts_query(text)
+    if match is None or limit <= 0:
+        return []
+    rows = query(
+        conn,
+        """SELECT rowid AS id FROM gb_fts_edges WHERE gb_fts_edges MATCH ? AND dataset_id = ?
+           ORDER BY rank LIMIT ?""",
+        (match, dataset_id, limit),
+    )
+    return [r["id"] for r in rows]
+
+
+def entity_ids_fts(conn: apsw.Connection, dataset_id: int, text: str, limit: int) -> list[int]:
+    """Entities whose name or summary shares words with `text`, best bm25 first."""
+    match = fts_query(text)
+    if match is None or limit <= 0:
+        return []
+    rows = query(
+        conn,
+        """SELECT rowid AS id FROM gb_fts_entities
+           WHERE gb_fts_entities MATCH ? AND dataset_id = ? ORDER BY rank LIMIT ?""",
+        (match, dataset_id, limit),
+    )
+    return [r["id"] for r in rows]
+
+
+def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, Any]]:
+    """Each (fact, chunk) link of these facts: the chunk (or unchunked document) and its
+    byte span, the document and its source, and the quote with its span where known.
+    Oldest link first within a fact."""
+    return query(
+        conn,
+        """SELECT l.edge_id, l.artifact_id AS chunk_id, l.quote, l.exact,
+                  l.start_offset AS quote_start, l.end_offset AS quote_end,
+                  coalesce(a.parent_id, a.id) AS document_id, d.source,
+                  coalesce(a.start_offset, 0) AS chunk_start,
+                  coalesce(a.end_offset, length(CAST(a.text AS BLOB))) AS chunk_end
+           FROM gb_edge_artifacts l
+           JOIN gb_artifacts a ON a.id = l.artifact_id
+           JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
+           WHERE l.edge_id IN (SELECT value FROM json_each(?))
+           ORDER BY l.edge_id, a.id""",
+        (_ids(edge_ids),),
+    )
+
+
+def document_bytes(conn: apsw.Connection, document_id: int, end: int) -> bytes:
+    """The first `end` bytes of a document's text (to count its lines)."""
+    rows = query(
+        conn,
+        "SELECT substr(CAST(text AS BLOB), 1, ?) AS head FROM gb_artifacts WHERE id = ?",
+        (end, document_id),
+    )
+    return bytes(rows[0]["head"]) if rows else b""
+
+
+def entities(
+    conn: apsw.Connection,
+    dataset_id: int,
+    *,
+    ids: Sequence[int] | None = None,
+    name_norm: str | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
+    """Entities with their number of facts (any) and of documents, by name, or in the
+    order of `ids`."""
+    where = ["+n.dataset_id = :d" if ids is not None else "n.dataset_id = :d"]
+    if ids is not None:
+        where.append("n.id IN (SELECT value FROM json_each(:ids))")
+    if name_norm is not None:
+        where.append("n.name_norm = :norm")
+    rows = query(
+        conn,
+        f"""SELECT n.*,
+               (SELECT count(*) FROM gb_edges WHERE source_entity_id = n.id)
+               + (SELECT count(*) FROM gb_edges
+                  WHERE target_entity_id = n.id AND source_entity_id <> n.id) AS fact_count,
+               (SELECT count(DISTINCT coalesce(a.parent_id, a.id))
+                FROM gb_entity_artifacts l JOIN gb_artifacts a ON a.id = l.artifact_id
+                WHERE l.entity_id = n.id) AS document_count
+            FROM gb_entities n WHERE {" AND ".join(where)}
+            ORDER BY n.name_norm, n.id LIMIT :n""",
+        {
+            "d": dataset_id,
+            "ids": _ids(ids or ()),
+            "norm": name_norm,
+            "n": -1 if limit is None or ids is not None else limit,
+        },
+    )
+    if ids is not None:
+        order = {entity_id: i for i, entity_id in enumerate(ids)}
+        rows.sort(key=lambda r: order[r["id"]])
+        rows = rows[:limit] if limit is not None else rows
+    return rows
+
+
+def neighbours(
+    conn: apsw.Connection, entity_ids: Sequence[int], *, at: str | None = None
+) -> list[dict[str, Any]]:
+    """The entities one fact away from any of `entity_ids`, through current facts (or
+    facts true at `at`), each once: `id`, `name`, `type`."""
+    status = "AND " + (_TRUE_AT if at is not None else CURRENT)
+    return query(
+        conn,
+        f"""WITH f(id) AS (SELECT value FROM json_each(:ids)),
+            other(id) AS (
+                SELECT e.target_entity_id FROM gb_edges e
+                WHERE e.source_entity_id IN f {status}
+                UNION SELECT e.source_entity_id FROM gb_edges e
+                WHERE e.target_entity_id IN f {status})
+            SELECT id, name, type FROM gb_entities
+            WHERE id IN other AND id NOT IN f ORDER BY name_norm, id""",
+        {"ids": _ids(entity_ids), "at": at},
+    )
+
+
+def entity_documents(conn: apsw.Connection, entity_id: int) -> list[dict[str, Any]]:
+    """The documents that mention an entity: `id`, `source`, oldest first."""
+    return query(
+        conn,
+        """SELECT DISTINCT d.id, d.source FROM gb_entity_artifacts l
+           JOIN gb_artifacts a ON a.id = l.artifact_id
+           JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
+           WHERE l.entity_id = ? ORDER BY d.id""",
+        (entity_id,),
+    )
+
+
+class read_snapshot:  # lower case: used as a function, `with read_snapshot(conn):`
+    """One read transaction around several SELECTs, so that they all see the same
+    moment of the file (WAL) even while another process writes: an export's entities,
+    facts and evidence agree. Inside a transaction already, it adds nothing."""
+
+    def __init__(self, conn: apsw.Connection) -> None:
+        self.conn = conn
+        self.began = False
+
+    def __enter__(self) -> apsw.Connection:
+        from gligabao.store.db import translate_errors
+
+        if self.conn.get_autocommit():
+            with translate_errors(self.conn):
+                self.conn.execute("BEGIN DEFERRED")
+            self.began = True
+        return self.conn
+
+    def __exit__(self, *exc: object) -> None:
+        if self.began and not self.conn.get_autocommit():
+            self.conn.execute("COMMIT")  # nothing was written: it only ends the read
