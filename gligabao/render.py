@@ -557,9 +557,14 @@ def why(fact: Any, closer: Any | None, read_lines: Any) -> None:
 
 def _evidence_lines(evidence: Any, read_lines: Any) -> None:
     data, begins = read_lines(evidence.document_id, evidence.start_offset, evidence.end_offset)
-    text = Text(data.decode("utf-8", "replace").rstrip("\n"))
-    start = len(data[: evidence.start_offset - begins].decode("utf-8", "replace"))
-    end = len(data[: evidence.end_offset - begins].decode("utf-8", "replace"))
+
+    # rich drops carriage returns: offsets are counted without them too (CRLF files).
+    def shown(part: bytes) -> str:
+        return part.decode("utf-8", "replace").replace("\r", "")
+
+    text = Text(shown(data).rstrip("\n"))
+    start = len(shown(data[: evidence.start_offset - begins]))
+    end = len(shown(data[: evidence.end_offset - begins]))
     text.stylize("bold yellow" if evidence.exact else "yellow", start, end)
     mark = "" if evidence.exact else "  (not an exact quote: the span shown is approximate)"
     stdout.print(Text(f"   {_where(evidence)}{mark}", style="dim cyan"), soft_wrap=True)

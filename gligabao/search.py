@@ -230,14 +230,28 @@ class VectorSide(threading.Thread):
         self.found: list[int] = []
         self.error: BaseException | None = None
 
+    def start(self) -> None:
+        sibling = getattr(self.conn, "sibling", None)  # a plain apsw connection has none
+        other = sibling() if sibling is not None else self.conn
+        if other is self.conn:  # in memory, or plain apsw: one connection, one thread
+            self.run_on(self.conn)
+        else:
+            self.other = mapped(other)
+            super().start()
+
     def run(self) -> None:
+        self.run_on(self.other)
+
+    def run_on(self, conn: apsw.Connection) -> None:
         try:
             vector = self.vector() if callable(self.vector) else self.vector
-            sibling = getattr(self.conn, "sibling", None)  # a plain apsw connection has none
-            conn = mapped(sibling()) if sibling is not None else self.conn
             self.found = self.rank(conn, vector)
         except BaseException as exc:  # handed to the caller's thread by result()
             self.error = exc
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.ident is not None:  # started as a thread (not run inline)
+            super().join(timeout)
 
     def result(self) -> list[int]:
         self.join()

@@ -229,6 +229,12 @@ def _same(a: Any, b: Any) -> bool:
     return str(a or "").strip().casefold() == str(b or "").strip().casefold()
 
 
+def _within(when: Any, cand: dict[str, Any]) -> bool:
+    """Whether a fact restates a candidate: with a start date of its own, only the same
+    start does (another is a stint of its own, as gb's prompt says); without, it does."""
+    return not when or when == cand.get("valid_at")
+
+
 def resolve(items: dict[str, Any]) -> dict[str, Any]:
     entities = []
     for ent in items.get("entities") or []:
@@ -253,7 +259,7 @@ def resolve(items: dict[str, Any]) -> dict[str, Any]:
             same_relation = _same(edge.get("relation"), cand.get("relation"))
             same_target = _same(edge.get("target"), cand.get("target"))
             if same_source and same_relation and same_target:
-                if dup is None:
+                if dup is None and _within(edge.get("valid_at"), cand):
                     dup = cand.get("id")
             elif same_source and same_relation:
                 contradicts.append(cand.get("id"))

@@ -309,3 +309,13 @@ def test_any_text_gives_a_graphml_that_parses_and_jsonl_lines(text: str) -> None
     records = [json.loads(line) for line in lines.getvalue().splitlines()]
     assert [r["type"] for r in records] == ["entity", "entity", "fact"]
     assert records[2]["fact"] == records[0]["name"] == text
+
+
+def test_an_export_never_replaces_the_database(gb_cli, graph) -> None:
+    before = Path(DB).read_bytes()
+    for args in (["-o", DB], ["--format", "graphml", "-o", DB]):
+        result = gb_cli("export", *args)
+        assert result.exit_code == 2, result.stderr
+        assert "is the database itself" in result.stderr
+    assert Path(DB).read_bytes() == before
+    assert gb(gb_cli, "facts", "--all", "--json").stdout  # still a database

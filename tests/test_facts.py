@@ -292,3 +292,37 @@ def test_a_database_from_before_evidence_keeps_working(tmp_path, monkeypatch) ->
     (ev,) = fact.evidence
     assert (ev.start_offset, ev.end_offset) == (0, len(text.encode()))
     assert (ev.line_start, ev.line_end, ev.quote, ev.exact) == (1, 3, None, False)
+
+
+def test_a_fact_true_again_is_a_fact_of_its_own(gb_cli, server, monkeypatch, tmp_path) -> None:
+    """Acme, then Globex, then Acme again: three intervals in any order, not the second
+    Acme absorbed into the first."""
+    docs = {
+        "a.txt": "Alice Moreau works at Acme Corp since 2015-03-01.\n",
+        "b.txt": "Alice Moreau works at Globex since 2018-06-01.\n",
+        "c.txt": "Alice Moreau works at Acme Corp since 2024-02-01.\n",
+    }
+    for name, text in docs.items():
+        write(name, text)
+    seen = []
+    for order in (
+        ["a.txt", "b.txt", "c.txt"],
+        ["c.txt", "b.txt", "a.txt"],
+        ["a.txt", "c.txt", "b.txt"],
+    ):
+        configure(monkeypatch, server, GB_DB=str(tmp_path / ("".join(order) + ".db")))
+        _remember(gb_cli, order)
+        jobs = _facts(gb_cli, "--about", "Alice Moreau", "--all")
+        seen.append(
+            sorted((f["valid_at"][:10], f["target"], (f["invalid_at"] or "")[:10]) for f in jobs)
+        )
+    assert (
+        seen[0]
+        == seen[1]
+        == seen[2]
+        == [
+            ("2015-03-01", "Acme Corp", "2018-06-01"),
+            ("2018-06-01", "Globex", "2024-02-01"),
+            ("2024-02-01", "Acme Corp", ""),
+        ]
+    )

@@ -89,3 +89,25 @@ def test_requests_out_when_a_call_fails_are_recorded(gb_cli, served, monkeypatch
         (r.stage, str(r.body)) for r in served.requests[before:]
     }
     assert asked_again == set()
+
+
+def test_the_failure_is_what_is_reported_not_the_calls_it_stopped(
+    gb_cli, online, monkeypatch
+) -> None:
+    """One call at a time: chunk 2's embeddings fail for good while the resolve call of
+    chunk 1 waits its turn. It is stopped, and the message names the failure (HTTP 500
+    from embeddings), not "stopped"."""
+    monkeypatch.setenv("GB_CONCURRENCY", "1")
+    monkeypatch.setenv("GB_LLM_MAX_RETRIES", "0")
+    paragraph = (
+        "Report {n}: the committee met on the {n}th of May to review the harbour accounts, "
+        "the ferry timetable and the lighthouse repairs, and agreed to meet again in June."
+    )
+    Path("m.txt").write_text("\n\n".join(paragraph.format(n=n) for n in range(1, 9)))
+    online.add_fault(Fault("500", stage="embed", match="Report 2:", times=-1))
+
+    result = gb_cli("remember", "m.txt", "--chunk-size", "64")
+
+    assert result.exit_code == 1, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("gb: ")]
+    assert "embed (text-embedding-3-small): HTTP 500" in line and "stopped" not in line

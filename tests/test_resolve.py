@@ -129,8 +129,12 @@ def reference_plans(conn, ds: int, extractions: list[Extraction]) -> list[dict[s
                     limit=24,
                     closed=True,  # a closed fact may be restated, or contradicted
                 ):
+                    current = r["invalid_at"] is None and r["expired_at"] is None
+                    # The same words restate it: with a start of their own, the same start;
+                    # without, a current fact (no document time is given here).
+                    restates = r["valid_at"] == edge.valid_at if edge.valid_at else current
                     if (r["source_norm"], r["target_norm"], r["relation"]) == key[:3] and (
-                        _norm_fact(r["fact"]) == key[3]
+                        _norm_fact(r["fact"]) == key[3] and restates
                     ):
                         decided = Ref("db", r["id"])
                         break
@@ -435,14 +439,14 @@ def test_fact_candidates_touch_an_end_newest_first(conn, ds: int) -> None:
     )
     assert names(plans[2].edge_items[0]["candidates"]) == [
         "Alice knows Dora",  # this document's first, newest first
-        "Alice knows Bob.",  # then the stored graph's: from Alice to Bob
-        "Alice knew Carol.",  # from Alice: closed, but it may be restated or contradicted
+        "Alice knows Bob.",  # then the stored graph's current ones: from Alice to Bob
         "Bob knows Carol.",  # touching one of them otherwise, newest first
         "Bob knows Alice.",
+        "Alice knew Carol.",  # then the closed: it may be restated, or contradicted
     ]
     offered = [c["id"] for c in plans[2].edge_items[0]["candidates"]]
-    assert offered[1:] == [ab, closed, bc, ba]
-    assert plans[2].edge_items[0]["candidates"][2]["invalid_at"] == "2020-01-01"
+    assert offered[1:] == [ab, bc, ba, closed]
+    assert plans[2].edge_items[0]["candidates"][4]["invalid_at"] == "2020-01-01"
     assert plans[2].candidate_refs[("edges", offered[0])] == Ref("doc", (0, 0))
     assert plans[3].decisions.edges == [Ref("db", ab)]
 

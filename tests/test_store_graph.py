@@ -578,3 +578,76 @@ def test_pending_embeddings_are_reported_not_missing(conn, ds: int) -> None:
     assert artifacts.add_pending(conn, doc, "summarize_chunk") == ["summarize_chunk"]
     assert artifacts.pending_documents(conn, ds, "embed") == []
     assert [d["id"] for d in artifacts.pending_documents(conn, ds)] == [doc]  # still storing
+
+
+# --- facts placed in time (settle_in_time) -------------------------------------------
+
+
+def _intervals(conn) -> dict[str, tuple[str | None, int | None]]:
+    rows = db.query(conn, "SELECT id, fact, invalid_at, invalidated_by_edge_id FROM gb_edges")
+    names = {r["id"]: r["fact"] for r in rows}
+    return {
+        r["fact"]: (r["invalid_at"] and r["invalid_at"][:4], names.get(r["invalidated_by_edge_id"]))
+        for r in rows
+    }
+
+
+def _fact(conn, ds: int, ends: tuple[int, int], fact: str, year: int) -> int:
+    return graph.insert_edge(conn, ds, *ends, "R", fact, valid_at=f"{year}-01-01T00:00:00.000Z")
+
+
+def test_only_the_named_contradictions_are_settled(conn, ds: int) -> None:
+    alice, acme = graph.insert_entity(conn, ds, "Alice"), graph.insert_entity(conn, ds, "Acme")
+    ends = (alice, acme)
+    # Two facts that held side by side, both over when a third begins: each ends there,
+    # neither closes the other.
+    job = _fact(conn, ds, ends, "job", 2015)
+    advises = _fact(conn, ds, ends, "advises", 2018)
+    retired = _fact(conn, ds, ends, "retired", 2024)
+    graph.settle_in_time(conn, retired, [job, advises], "retired")
+    assert _intervals(conn) == {
+        "job": ("2024", "retired"),
+        "advises": ("2024", "retired"),
+        "retired": (None, None),
+    }
+    # A second chain is not merged with the first by a fact that ends one of each.
+    home = _fact(conn, ds, ends, "home", 2016)
+    both = _fact(conn, ds, ends, "moved and quit", 2025)
+    graph.settle_in_time(conn, both, [retired, home], "both")
+    got = _intervals(conn)
+    assert got["job"] == got["advises"] == ("2024", "retired")
+    assert got["retired"] == got["home"] == ("2025", "moved and quit")
+
+
+@pytest.mark.parametrize("order", ["forwards", "backwards", "middle last"])
+def test_a_chain_ends_each_fact_where_the_next_begins_in_any_order(conn, ds, order) -> None:
+    alice, acme = graph.insert_entity(conn, ds, "Alice"), graph.insert_entity(conn, ds, "Acme")
+    years = {"first": 2015, "second": 2018, "third": 2021}
+    names = {"forwards": ["first", "second", "third"], "backwards": ["third", "second", "first"]}
+    names["middle last"] = ["first", "third", "second"]
+    stored: list[int] = []
+    for name in names[order]:
+        edge = _fact(conn, ds, (alice, acme), name, years[name])
+        # The resolver names the current fact only, as an LLM shown it would.
+        current = [e for e in stored if graph.get_edge(conn, e)["invalid_at"] is None]
+        graph.settle_in_time(conn, edge, current, "replaced")
+        stored.append(edge)
+    assert _intervals(conn) == {
+        "first": ("2018", "second"),
+        "second": ("2021", "third"),
+        "third": (None, None),
+    }
+    held = db.query(conn, "SELECT fact FROM gb_edges WHERE invalid_at IS NULL")
+    assert held == [{"fact": "third"}]
+
+
+def test_a_tie_is_settled_the_same_whichever_came_first(conn, ds) -> None:
+    alice, acme = graph.insert_entity(conn, ds, "Alice"), graph.insert_entity(conn, ds, "Acme")
+    outcomes = []
+    for first, second in (("works at Acme", "works at Beta"), ("works at Beta", "works at Acme")):
+        conn.execute("DELETE FROM gb_edges")
+        a = _fact(conn, ds, (alice, acme), first, 2020)
+        b = _fact(conn, ds, (alice, acme), second, 2020)
+        graph.settle_in_time(conn, b, [a], "replaced")
+        outcomes.append(_intervals(conn))
+    assert outcomes[0] == outcomes[1]

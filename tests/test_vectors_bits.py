@@ -35,6 +35,7 @@ def small_threshold(monkeypatch) -> None:
     and rescore 50 candidates at least, a tenth of them: the coarse step has to choose."""
     monkeypatch.setattr(vectors, "QUANTIZED_MIN_VECTORS", 100)
     monkeypatch.setattr(vectors, "OVERSAMPLE_MIN", 50)
+    monkeypatch.setattr(vectors, "QUANTIZED_RATIO", 1)
 
 
 def vec(rng: random.Random) -> list[float]:
@@ -198,6 +199,7 @@ def test_knn_above_the_threshold_rescores_the_bits_candidates(conn, ds: int) -> 
 
 
 def test_knn_below_the_threshold_scans_exactly(conn, ds: int, monkeypatch) -> None:
+    monkeypatch.setattr(vectors, "QUANTIZED_RATIO", 1)
     stored = fill(conn, ds, "edges", N)
     rng = random.Random(4)
     q = vec(rng)
@@ -215,6 +217,13 @@ def test_knn_below_the_threshold_scans_exactly(conn, ds: int, monkeypatch) -> No
     assert not traced_knn(conn, ds, "edges", q, 5)[1]
     monkeypatch.setattr(vectors, "OVERSAMPLE_MIN", N - 1)
     assert traced_knn(conn, ds, "edges", q, 5)[1]
+    # ...nor than QUANTIZED_RATIO times them: rescoring most of the index costs more.
+    monkeypatch.setattr(vectors, "QUANTIZED_RATIO", 2)
+    monkeypatch.setattr(vectors, "OVERSAMPLE_MIN", N // 2)
+    assert not traced_knn(conn, ds, "edges", q, 5)[1]
+    monkeypatch.setattr(vectors, "OVERSAMPLE_MIN", N // 2 - 1)
+    assert traced_knn(conn, ds, "edges", q, 5)[1]
+    monkeypatch.setattr(vectors, "QUANTIZED_RATIO", 1)
     # A k too large to oversample within vec0's KNN_MAX: exact, every vector ranked.
     monkeypatch.setattr(vectors, "OVERSAMPLE_MIN", 10)
     monkeypatch.setattr(vectors, "KNN_MAX", vectors.OVERSAMPLE * 20)

@@ -6,6 +6,7 @@ It only reads: it opens the database without creating one (exit 6 when there is 
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -87,6 +88,8 @@ def export_command(
     config = configure(config_path, {"database": db, "dataset": dataset})
     conn = open_store(config, create=False)
     found = require_dataset(conn, config["dataset"])
+    if not to_stdout:
+        _not_the_database(Path(output), fmt, Path(config["database"]))
     if to_stdout:
         graph = export(conn, found, fmt, sys.stdout, at_time)
         return
@@ -96,3 +99,13 @@ def export_command(
         with atomic_file(Path(output)) as out:
             graph = export(conn, found, fmt, out, at_time)
     render.notice(f"{len(graph.entities)} entities and {graph.fact_count} facts -> {output}")
+
+
+def _not_the_database(output: Path, fmt: str, database: Path) -> None:
+    """Refuse an -o that would replace the database (or its WAL files) with the export."""
+    targets = [output / "entities.csv", output / "facts.csv"] if fmt == "csv" else [output]
+    guarded = [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
+    for target in targets:
+        for path in guarded:
+            if target.exists() and path.exists() and os.path.samefile(target, path):
+                raise UsageError(f"-o {output} is the database itself; name another file")

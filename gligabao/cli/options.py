@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Annotated, Optional
 
 import typer
 
 from gligabao.errors import ConfigError
+from gligabao.times import canonical_time
 
 ConfigPath = Annotated[
     Optional[str],  # noqa: UP045 - typer reads the annotation at run time on 3.10 too
@@ -80,17 +80,13 @@ def chunk_flags(
 
 
 def iso_time(flag: str, value: str | None) -> str | None:
-    """An ISO-8601 time as UTC text; a time without zone is taken as UTC."""
+    """An ISO-8601 time as gb's UTC text (gligabao.times); a time without zone is UTC."""
     if value is None:
         return None
-    text = value.strip()
-    try:
-        moment = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
-    except ValueError:
+    moment = canonical_time(value)
+    if moment is None:
         raise ConfigError(
             f"{flag} {value!r} is not an ISO-8601 time (for example 2024-05-01 or "
             "2024-05-01T09:30:00Z)"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        )
+    return moment

@@ -609,4 +609,4 @@ def _failed(flight: Flight | None, exc: LLMError) -> None:
     runs in the same step of the event loop as the limiter's release, before the call it
     lets in can send (Flight.fail)."""
     if flight is not None and not isinstance(exc, Stopped):
-        flight.fail()
+        flight.fail(exc)

@@ -168,7 +168,7 @@ def key_hint(config: Config, stage: str) -> str:
 # ------------------------------------------------------------------ calls
 
 
-@dataclass
+@dataclass(eq=False)  # one call, compared and hashed as itself
 class Flight:
     """One call as its caller sees it: `sending` while a request of it is out (paid for
     once the server answers); `stopped` once the caller no longer wants it, after which
@@ -176,16 +176,26 @@ class Flight:
 
     sending: bool = False
     stopped: bool = False
-    # The calls that stand or fall with this one (a document's): when it fails for good,
-    # those not yet sending are stopped before the limiter lets the next one in.
-    crew: set[Flight] | None = field(default=None, compare=False, repr=False)
+    crew: Crew | None = field(default=None, repr=False)
 
-    __hash__ = object.__hash__  # one call, however its fields change
-
-    def fail(self) -> None:
-        for other in self.crew or ():
+    def fail(self, error: LLMError) -> None:
+        """This call failed for good: its crew's calls not yet sending are stopped."""
+        if self.crew is None:
+            return
+        self.crew.failure = self.crew.failure or error
+        for other in self.crew.flights:
             if other is not self and not other.sending:
                 other.stopped = True
+
+
+@dataclass(eq=False)
+class Crew:
+    """The calls that stand or fall together (one document's): when one fails for good,
+    those not yet sending are stopped before the limiter lets the next one in, and the
+    first failure is what the others report."""
+
+    flights: set[Flight] = field(default_factory=set)
+    failure: LLMError | None = None
 
 
 # ------------------------------------------------------------------ failures

@@ -200,8 +200,9 @@ For each entity: "duplicate_of" is the id of the candidate that is the same real
 thing (a different spelling or a fuller name counts), else null.
 
 For each edge: "duplicate_of" is the id of the candidate fact that states the same thing \
-(it is restated, not new), else null; a candidate may be a closed fact (its \
-"invalid_at" set), and restating it is still a duplicate. "contradicts" lists the ids of \
+(it is restated, not new), else null. A candidate may be a closed fact (its \
+"invalid_at" set). The same fact with another "valid_at" of its own is not a duplicate \
+but another stretch of time it held (a second stint, true again). "contradicts" lists the ids of \
 candidate facts that cannot be true at the same time as the new fact (a new employer \
 replaces the old one, a moved person no longer lives at the old place), whichever \
 began first: gb orders them by "valid_at". Facts that can both be true are not \

@@ -21,7 +21,7 @@ from gligabao.chunk import ESTIMATOR
 from gligabao.config import STAGES, Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.llm import EMBED_STAGE, ChatRequest, Flight, LLMError, load_answer
-from gligabao.llm.endpoint import Stopped
+from gligabao.llm.endpoint import Crew, Stopped
 from gligabao.store import inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -155,7 +155,7 @@ class Calls:
         self.budget = budget
         self.spend = spend if spend is not None else Spend()
         self._carried_on: set[asyncio.Task[Any]] = set()
-        self._crew: set[Flight] = set()  # the calls of this run not ended yet
+        self._crew = Crew()  # the calls of this run not ended yet
 
     async def _to_the_end(self, call: Callable[[Flight], Awaitable[_T]]) -> _T:
         """`call`, carried on to its end if it is cancelled while its request is out: that
@@ -164,11 +164,15 @@ class Calls:
         fails for good, none of the others that has not sent yet is sent: the document has
         failed."""
         flight = Flight(crew=self._crew)
-        self._crew.add(flight)
+        self._crew.flights.add(flight)
         task = asyncio.ensure_future(call(flight))
-        task.add_done_callback(lambda _: self._crew.discard(flight))
+        task.add_done_callback(lambda _: self._crew.flights.discard(flight))
         try:
             return await asyncio.shield(task)
+        except Stopped:
+            if self._crew.failure is not None:  # say why it was stopped: what failed
+                raise self._crew.failure from None
+            raise
         except asyncio.CancelledError:
             flight.stopped = True
             if flight.sending:

@@ -295,7 +295,7 @@ class _Run:
     # ---- store
 
     async def _store(self, document, result, todo: list[Piece], n: int) -> Outcome:
-        resolver = Resolver(self.conn, self.dataset.id)
+        resolver = Resolver(self.conn, self.dataset.id, self.valid_at)
         for piece in todo:
             piece.plan = resolver.plan(piece.index, piece.extraction)
         resolving = {}

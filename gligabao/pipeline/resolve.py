@@ -28,6 +28,7 @@ import apsw
 
 from gligabao.llm import ChatRequest, resolve_request
 from gligabao.store import graph
+from gligabao.times import canonical_time
 
 MAX_CANDIDATES = 6
 # Undecided items gathered into one resolve call before a new one is started: fewer,
@@ -113,8 +114,8 @@ class Extraction:
                     ends[1],
                     relation,
                     fact,
-                    item.get("valid_at"),
-                    item.get("invalid_at"),
+                    canonical_time(item.get("valid_at")),  # "last March" stays unknown
+                    canonical_time(item.get("invalid_at")),
                     str(item.get("quote") or ""),
                 )
             )
@@ -173,9 +174,10 @@ class Resolver:
     index lists seqs in ascending order, and candidates are read from its end.
     """
 
-    def __init__(self, conn: apsw.Connection, dataset_id: int) -> None:
+    def __init__(self, conn: apsw.Connection, dataset_id: int, valid_at: str | None = None) -> None:
         self.conn = conn
         self.dataset_id = dataset_id
+        self.valid_at = valid_at  # the document's: a fact's own, where its text gives none
         self._doc_ids = itertools.count(-1, -1)  # candidate ids of unstored items: negative
         # Entities: the first of each (name, type); every one, with its view, by seq;
         # word of a name -> seqs of the entities whose name has it.
@@ -284,12 +286,13 @@ class Resolver:
             limit=MAX_CANDIDATES * 4,
             closed=True,
         ):
-            if (
+            same = (
                 row["source_norm"],
                 row["target_norm"],
                 row["relation"],
                 _norm_fact(row["fact"]),
-            ) == key:
+            ) == key
+            if same and _holds(row, edge.valid_at, self.valid_at):
                 return Ref("db", row["id"])
             if len(candidates) < MAX_CANDIDATES * 2:
                 view = {
@@ -315,6 +318,19 @@ class Resolver:
         candidate_id = row_id if row_id is not None else next(self._doc_ids)
         plan.candidate_refs[(kind, candidate_id)] = ref
         return {"id": candidate_id, **view}
+
+
+def _holds(row: dict[str, Any], own: str | None, document: str | None) -> bool:
+    """Whether the same words restate a stored fact. With a start date of its own, only
+    the same start does: "since 2024" after "since 2015" is a second stint, whichever is
+    remembered first. Without one, it restates a current fact, and a closed one only for
+    a document of a time within its interval: after its end, it is true again."""
+    if own is not None:
+        return own == row["valid_at"]
+    if row["invalid_at"] is None and row["expired_at"] is None:
+        return True
+    began, ended = row["valid_at"] or "", row["invalid_at"]
+    return document is not None and began <= document and (ended is None or document < ended)
 
 
 def _latest(indexes: Iterable[Sequence[int]], limit: int, above: int = -1) -> Iterator[int]:

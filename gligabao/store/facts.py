@@ -28,11 +28,24 @@ __all__ = [
     "neighbours",
 ]
 
-# A fact is current when nothing closed it and no end it was given has passed.
-CURRENT = """(e.expired_at IS NULL AND (e.invalid_at IS NULL
-              OR julianday(e.invalid_at) > julianday('now')))"""
-_TRUE_AT = """(julianday(coalesce(e.valid_at, e.created_at)) <= julianday(:at)
-              AND (e.invalid_at IS NULL OR julianday(:at) < julianday(e.invalid_at)))"""
+
+def _instant(column: str) -> str:
+    """A column's time as a julianday, or NULL when it is no ISO date: gb stores times in
+    one form (gligabao.times), but a file may hold what an older gb stored as the LLM gave
+    it, and julianday('2019') is a day of 4707 BC."""
+    return (
+        f"(CASE WHEN {column} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' "
+        f"THEN julianday({column}) END)"
+    )
+
+
+# A fact is current when nothing closed it and no end it was given has passed; an end
+# that is no time is no end.
+CURRENT = f"""(e.expired_at IS NULL AND ({_instant("e.invalid_at")} IS NULL
+              OR {_instant("e.invalid_at")} > julianday('now')))"""
+_TRUE_AT = f"""(coalesce({_instant("e.valid_at")}, julianday(e.created_at)) <= julianday(:at)
+              AND ({_instant("e.invalid_at")} IS NULL
+                   OR julianday(:at) < {_instant("e.invalid_at")}))"""
 _KNOWN_AT = """(julianday(e.created_at) <= julianday(:known)
               AND (e.expired_at IS NULL OR julianday(:known) < julianday(e.expired_at)))"""
 
@@ -110,11 +123,18 @@ def facts(
             "n": -1 if limit is None or ids is not None else limit,
         },
     )
-    if ids is not None:
-        order = {edge_id: i for i, edge_id in enumerate(ids)}
-        rows.sort(key=lambda r: order[r["id"]])
-        rows = rows[:limit] if limit is not None else rows
-    return rows
+    return _in_order(rows, ids, limit)
+
+
+def _in_order(
+    rows: list[dict[str, Any]], ids: Sequence[int] | None, limit: int | None
+) -> list[dict[str, Any]]:
+    """`rows` in the order of `ids` (a ranking), at most `limit`; as they are without ids."""
+    if ids is None:
+        return rows
+    order = {row_id: i for i, row_id in enumerate(ids)}
+    rows.sort(key=lambda r: order[r["id"]])
+    return rows[:limit] if limit is not None else rows
 
 
 def edge_ids_fts(conn: apsw.Connection, dataset_id: int, text: str, limit: int) -> list[int]:
@@ -131,9 +151,12 @@ def edge_ids_fts(conn: apsw.Connection, dataset_id: int, text: str, limit: int) 
     return [r["id"] for r in rows]
 
 
-def entity_ids_fts(conn: apsw.Connection, dataset_id: int, text: str, limit: int) -> list[int]:
-    """Entities whose name or summary shares words with `text`, best bm25 first."""
-    match = fts_query(text)
+def entity_ids_fts(
+    conn: apsw.Connection, dataset_id: int, text: str, limit: int, *, names: bool = False
+) -> list[int]:
+    """Entities whose name or summary (only name, with `names`) shares words with
+    `text`, best bm25 first."""
+    match = fts_query(text, column="name" if names else None)
     if match is None or limit <= 0:
         return []
     rows = query(
@@ -208,11 +231,7 @@ def entities(
             "n": -1 if limit is None or ids is not None else limit,
         },
     )
-    if ids is not None:
-        order = {entity_id: i for i, entity_id in enumerate(ids)}
-        rows.sort(key=lambda r: order[r["id"]])
-        rows = rows[:limit] if limit is not None else rows
-    return rows
+    return _in_order(rows, ids, limit)
 
 
 def neighbours(

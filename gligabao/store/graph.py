@@ -7,7 +7,6 @@ insert, update and delete here is reflected in gb_fts_entities / gb_fts_edges.
 
 from __future__ import annotations
 
-import itertools
 import json
 import unicodedata
 from collections.abc import Iterable
@@ -242,79 +241,92 @@ def settle_in_time(
     *,
     expired_at: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Place a new fact among the facts it contradicts, by when each became true, so that
-    the order documents are remembered in never changes what was true when.
+    """Place a new fact against the facts it contradicts, by when each became true, so
+    that the order documents are remembered in never changes what was true when.
 
-    The facts it contradicts, and every fact closed by one of them or closing one of
-    them (transitively), hold one place in turn: sorted by `valid_at`, each ends where
-    the next begins (`invalid_at`, `invalidated_by_edge_id`), and only the latest stays
-    open. A fact older than the one it contradicts is so stored closed, the newer one
-    staying current. A fact whose own text gave it an earlier end keeps that end. A fact
-    held as current until now is expired now: transaction time, when gb learnt it.
-    Returns the facts whose interval changed: `id`, `invalid_at`, `invalidated_by`,
-    `reason`.
+    Only the pairs the resolver named are settled, each by its own dates (facts are
+    ordered by `valid_at`, ties by their text, never by the order they came in):
+
+    - a contradicted fact that began first ends where the new one begins, unless it had
+      ended already; if a later fact had closed it, the new one falls between the two
+      and ends where that later one begins;
+    - a contradicted fact that began later ends the new one where it begins, and a fact
+      it had closed that began before the new one now ends where the new one begins
+      (again walking back only while the dates say the new one falls before).
+
+    A fact whose own text gave an earlier end keeps it. A fact held as current until now
+    is expired now (transaction time, when gb learnt it). Returns the facts whose
+    interval changed: `id`, `invalid_at`, `invalidated_by`, `reason`.
     """
-    group = _contradiction_group(conn, {edge_id, *contradicted})
-    if len(group) < 2:
-        return []
+    new = _edge_row(conn, edge_id)
+    rows = {r["id"]: r for r in (_edge_row(conn, c) for c in set(contradicted)) if r}
     now = expired_at or now_iso()
-    changed = []
-    for older, newer in itertools.pairwise(group):
-        own_end = older["invalidated_by_edge_id"] is None and older["invalid_at"] is not None
-        if own_end and older["invalid_at"] <= newer["valid_at"]:
-            continue
-        if (older["invalid_at"], older["invalidated_by_edge_id"]) == (
-            newer["valid_at"],
-            newer["id"],
-        ):
-            continue
-        why = reason if edge_id in (older["id"], newer["id"]) else older["invalidation_reason"]
-        held = older["invalid_at"] is None and older["expired_at"] is None
+    changed: dict[int, dict[str, Any]] = {}
+
+    def end(fact: dict[str, Any], at: str, by: dict[str, Any]) -> None:
+        if fact["invalid_at"] is not None and fact["invalid_at"] <= at:
+            return  # it was over by then already
+        held = fact["invalid_at"] is None and fact["expired_at"] is None
+        fact.update(
+            invalid_at=at,
+            invalidated_by_edge_id=by["id"],
+            invalidation_reason=reason,
+            expired_at=now if held and fact["id"] != edge_id else fact["expired_at"],
+        )
         write(
             conn,
             """UPDATE gb_edges SET invalid_at = ?, invalidated_by_edge_id = ?,
                    invalidation_reason = ?, expired_at = ? WHERE id = ?""",
-            (
-                newer["valid_at"],
-                newer["id"],
-                why or reason,
-                now if held and older["id"] != edge_id else older["expired_at"],
-                older["id"],
-            ),
+            (at, by["id"], reason, fact["expired_at"], fact["id"]),
         )
-        changed.append(
-            {
-                "id": older["id"],
-                "invalid_at": newer["valid_at"],
-                "invalidated_by": newer["id"],
-                "reason": why or reason,
-            }
-        )
-    return changed
+        changed[fact["id"]] = {
+            "id": fact["id"],
+            "invalid_at": at,
+            "invalidated_by": by["id"],
+            "reason": reason,
+        }
+
+    for other in sorted(rows.values(), key=_began):
+        if other["id"] == edge_id:
+            continue
+        if _began(other) < _began(new):
+            closer = _edge_row(conn, other["invalidated_by_edge_id"])
+            if closer is not None and _began(closer) <= _began(new):
+                continue  # it ended before the new fact began: nothing between them
+            if closer is not None:
+                end(new, closer["valid_at"], closer)  # the new one falls between the two
+            end(other, new["valid_at"], new)
+        else:
+            end(new, other["valid_at"], other)
+            earlier = other
+            while True:  # those it closed that began before the new one now end there
+                before = [p for p in _closed_by(conn, earlier["id"]) if p["id"] != edge_id]
+                if not before:
+                    break
+                for fact in before:
+                    if _began(fact) < _began(new):
+                        end(fact, new["valid_at"], new)
+                    else:
+                        end(new, fact["valid_at"], fact)
+                later = [p for p in before if _began(p) > _began(new)]
+                if not later:
+                    break
+                earlier = min(later, key=_began)
+    return list(changed.values())
 
 
-def _contradiction_group(conn: apsw.Connection, seeds: set[int]) -> list[dict[str, Any]]:
-    """`seeds` and the facts linked to them by closing or being closed, transitively,
-    oldest first (by valid_at, then id)."""
-    found = set(seeds)
-    frontier = set(seeds)
-    while frontier:
-        linked = query(
-            conn,
-            """WITH f(id) AS (SELECT value FROM json_each(?))
-               SELECT id FROM gb_edges WHERE invalidated_by_edge_id IN f
-               UNION SELECT invalidated_by_edge_id FROM gb_edges
-               WHERE id IN f AND invalidated_by_edge_id IS NOT NULL""",
-            (_ids(frontier),),
-        )
-        frontier = {row["id"] for row in linked} - found
-        found |= frontier
-    rows = query(
-        conn,
-        "SELECT * FROM gb_edges WHERE id IN (SELECT value FROM json_each(?))",
-        (_ids(found),),
-    )
-    return sorted(rows, key=lambda r: (r["valid_at"] or "", r["id"]))
+def _began(edge: dict[str, Any]) -> tuple[str, str]:
+    # valid_at is gb's one time form (gligabao.times); the fact's text breaks a tie the
+    # same way whichever of the two came first.
+    return (edge["valid_at"] or "", edge["fact"])
+
+
+def _edge_row(conn: apsw.Connection, edge_id: int | None) -> dict[str, Any] | None:
+    return None if edge_id is None else get_edge(conn, edge_id)
+
+
+def _closed_by(conn: apsw.Connection, edge_id: int) -> list[dict[str, Any]]:
+    return query(conn, "SELECT * FROM gb_edges WHERE invalidated_by_edge_id = ?", (edge_id,))
 
 
 def entity_exact(
@@ -387,7 +399,9 @@ def current_edges_touching(
         return []
     order = "e.id"
     if nearest is not None:
-        order = "(s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC"
+        # Current facts first: a hub's closed history must not crowd them out.
+        order = """(e.invalid_at IS NULL AND e.expired_at IS NULL) DESC,
+                   (s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC"""
     a, b = nearest if nearest is not None else (None, None)
     return query(
         conn,
