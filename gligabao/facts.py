@@ -26,6 +26,9 @@ from gligabao.store import vectors
 from gligabao.store.datasets import Dataset
 from gligabao.store.graph import normalize_name
 
+# The most candidates a method gives a filtered query (vec0's KNN takes at most 4,096).
+_POOL_MAX = 4096
+
 
 def _shallow(item: Any) -> dict[str, Any]:
     # Not dataclasses.asdict: its deep copy made gb export of 100,000 facts 17x slower.
@@ -170,12 +173,18 @@ def facts(
     if query is None:
         rows = store_facts.facts(conn, dataset.id, limit=limit, **filters)
     else:
-        # Each method ranks more facts than shown (the filters may drop closed ones); the
-        # filters then keep the fused order.
+        # Each method ranks more facts than shown, and the filters keep the fused order;
+        # while they leave fewer than `limit` and a ranking may hold more, a larger pool.
         pool = max(depth, limit) * 2
-        rankings = _rank(conn, dataset, "edges", query, query_vector, pool)
-        ranked = [key for key, _, _ in fuse(rankings, rrf_k)]
-        rows = store_facts.facts(conn, dataset.id, ids=ranked, limit=limit, **filters)
+        vector = query_vector() if callable(query_vector) else query_vector  # embedded once
+        while True:
+            rankings = _rank(conn, dataset, "edges", query, vector, pool)
+            ranked = [key for key, _, _ in fuse(rankings, rrf_k)]
+            rows = store_facts.facts(conn, dataset.id, ids=ranked, limit=limit, **filters)
+            more = any(len(found) == pool for found in rankings.values())
+            if len(rows) >= limit or not more or pool >= _POOL_MAX:
+                break
+            pool = min(pool * 4, _POOL_MAX)
     return attach_evidence(conn, rows)
 
 

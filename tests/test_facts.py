@@ -326,3 +326,22 @@ def test_a_fact_true_again_is_a_fact_of_its_own(gb_cli, server, monkeypatch, tmp
             ("2024-02-01", "Acme Corp", ""),
         ]
     )
+
+
+def test_a_query_with_filters_finds_matches_beyond_its_first_candidates(
+    gb_cli, online, texts, monkeypatch
+) -> None:
+    """Many short facts share the query's word and rank first; those about one entity
+    rank below a pool of 10 (search.depth 5), and are still found: the pool grows while
+    the filters leave too few."""
+    monkeypatch.setenv("GB_SEARCH_DEPTH", "5")
+    _remember(gb_cli, texts)
+    places = "Amber Birch Cedar Dune Fern Grove Heath Iris Kelp Lark Moss Oak Pine Reed Sage"
+    write("crowd.txt", " ".join(f"Hugo Keller works at {p} Port." for p in places.split()))
+    gb(gb_cli, "remember", "crowd.txt", "--quiet")
+    monkeypatch.setenv("GB_EMBEDDINGS_DIMENSIONS", "32")  # not the dataset's: BM25 alone
+    result = gb(gb_cli, "facts", "works", "--about", "Alice Moreau", "--all", "-k", "3", "--json")
+    found = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(found) == 3 and all(f["source"] == "Alice Moreau" for f in found)
+    crowd = _facts(gb_cli, "--about", "Hugo Keller", "--all", "-k", "100")
+    assert len(crowd) == 15  # they are there, and they outrank Alice's for "works"
