@@ -31,7 +31,6 @@ place that states the fact, joined by "; " (`document N` for a text without a pa
 from __future__ import annotations
 
 import csv
-import json
 import os
 import re
 import secrets
@@ -45,8 +44,10 @@ import apsw
 
 from gligabao.errors import GbError, UsageError
 from gligabao.facts import Entity, Evidence, Fact, attach_evidence
+from gligabao.render import json_record
 from gligabao.store import facts as store_facts
 from gligabao.store.datasets import Dataset
+from gligabao.store.db import read_transaction
 
 __all__ = [
     "EDGE_KEYS",
@@ -131,7 +132,7 @@ def export(
         raise UsageError(f"--format {fmt!r} is not one of {', '.join(FORMATS)}")
     if (fmt == "csv") != isinstance(out, Path):
         raise UsageError("csv is written to a folder; jsonl and graphml to a stream")
-    with store_facts.read_snapshot(conn):
+    with read_transaction(conn):
         graph = read_graph(conn, dataset, at, batch=batch)
         if fmt == "jsonl":
             write_jsonl(graph, out)  # type: ignore[arg-type]
@@ -144,24 +145,10 @@ def export(
 
 def evidence_text(evidence: list[Evidence]) -> str:
     """`path:LINE; path:LINE-LINE`: where a fact is stated, in one string."""
-    places = []
-    for e in evidence:
-        lines = f"{e.line_start}" if e.line_end == e.line_start else f"{e.line_start}-{e.line_end}"
-        places.append(f"{e.source or f'document {e.document_id}'}:{lines}")
-    return "; ".join(places)
+    return "; ".join(e.where for e in evidence)
 
 
 # ------------------------------------------------------------------ JSON Lines
-
-# JSON allows these raw in a string, but str.splitlines() and some readers end a line
-# at them: escaped, every record is one line for any reader.
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-_LINE_BREAK = re.compile("[\u2028\u2029\x85]")
-
-
-def _json_line(obj: dict[str, Any]) -> str:
-    text = json.dumps(obj, ensure_ascii=False)
-    return _LINE_BREAK.sub(lambda m: _LINE_BREAKS[m.group()], text) + "\n"
 
 
 def fact_json(fact: Fact) -> dict[str, Any]:
@@ -175,9 +162,9 @@ def fact_json(fact: Fact) -> dict[str, Any]:
 
 def write_jsonl(graph: Graph, out: TextIO) -> None:
     for entity in graph.entities:
-        out.write(_json_line(entity_record(entity)))
+        out.write(json_record(entity_record(entity)))
     for fact in graph.facts():
-        out.write(_json_line(fact_json(fact)))
+        out.write(json_record(fact_json(fact)))
     out.flush()
 
 

@@ -1,8 +1,9 @@
 """The graph, read back (issue 10): facts with their time filters and the evidence that
 states each, to the line.
 
-    from gligabao.facts import facts, why
-    for fact in facts(conn, dataset, "who runs Acme", at="2019-06-01"):
+    from gligabao.facts import facts, find_entities
+    acme = [e["id"] for e in find_entities(conn, dataset, "Acme")]
+    for fact in facts(conn, dataset, "who runs it", about=acme, at="2019-06-01"):
         print(fact.source, fact.relation, fact.target, fact.evidence[0].line_start)
 
 A fact is `current` when nothing closed it and no end it was given has passed; `--at`
@@ -26,63 +27,6 @@ from gligabao.store import vectors
 from gligabao.store.datasets import Dataset
 from gligabao.store.graph import normalize_name
 
-# The most candidates a method gives a filtered query (vec0's KNN takes at most 4,096).
-_POOL_MAX = 4096
-
-
-def _shallow(item: Any) -> dict[str, Any]:
-    # Not dataclasses.asdict: its deep copy made gb export of 100,000 facts 17x slower.
-    return {f.name: getattr(item, f.name) for f in fields(item)}
-
-
-class AmbiguousEntity(GbError):
-    """A name that is no entity's, but close to several: the script must say which."""
-
-    def __init__(self, name: str, candidates: list[dict[str, Any]]) -> None:
-        self.candidates = candidates
-        if not candidates:
-            super().__init__(f"no entity is named {name!r}; gb entities lists them")
-            return
-        shown = "; ".join(f"{c['id']} {c['name']} ({c['type']})" for c in candidates[:10])
-        super().__init__(
-            f"no entity is named exactly {name!r}; close ones: {shown}; name one by its id"
-        )
-
-
-def find_entities(
-    conn: apsw.Connection,
-    dataset: Dataset,
-    name: str,
-    query_vector: Vector | Callable[[], Vector] | None = None,
-) -> list[dict[str, Any]]:
-    """The entities `name` means: its id ("12"), else those with exactly that normalized
-    name (of any type), else the one entity whose name or summary shares its words.
-    Several close matches, or none, raise AmbiguousEntity, which lists them (with no word
-    in common, the nearest by `query_vector`, when given): a script never gets the wrong
-    one silently."""
-    exact = store_facts.entities(conn, dataset.id, name_norm=normalize_name(name))
-    digits = name.strip()
-    if digits.isascii() and digits.isdecimal():
-        by_id = store_facts.entities(conn, dataset.id, ids=[int(digits)])
-        if by_id and exact and exact != by_id:  # "12": an id, and some entity's name
-            raise AmbiguousEntity(name, by_id + exact)
-        if by_id:
-            return by_id
-    if exact:
-        return exact
-    close = store_facts.entities(
-        conn, dataset.id, ids=store_facts.entity_ids_fts(conn, dataset.id, name, 10, names=True)
-    )
-    if len(close) == 1:
-        return close
-    if not close and query_vector is not None:
-        vector = query_vector() if callable(query_vector) else query_vector
-        nearest = vectors.knn(mapped(conn), dataset.id, "entities", vector, 5)
-        ids = [vectors.parse_vector_id(n.vector_id)[1] for n in nearest]
-        close = store_facts.entities(conn, dataset.id, ids=ids)
-    raise AmbiguousEntity(name, close)
-
-
 __all__ = [
     "AmbiguousEntity",
     "Entity",
@@ -96,6 +40,28 @@ __all__ = [
     "find_entities",
     "get_fact",
 ]
+
+# The most candidates a method gives a filtered query (vec0's KNN takes no more).
+_POOL_MAX = vectors.KNN_MAX
+
+
+def _once(vector: Vector | Callable[[], Vector] | None) -> Vector | Callable[[], Vector] | None:
+    """A query vector's function called at most once, however often it is asked."""
+    if not callable(vector):
+        return vector
+    made: list[Vector] = []
+
+    def once() -> Vector:
+        if not made:
+            made.append(vector())
+        return made[0]
+
+    return once
+
+
+def _shallow(item: Any) -> dict[str, Any]:
+    # Not dataclasses.asdict: its deep copy made gb export of 100,000 facts 17x slower.
+    return {f.name: getattr(item, f.name) for f in fields(item)}
 
 
 @dataclass(frozen=True)
@@ -113,6 +79,14 @@ class Evidence:
     line_end: int
     quote: str | None
     exact: bool
+
+    @property
+    def where(self) -> str:
+        """`path:LINE` or `path:LINE-LINE`, as a shell user quotes a place in a file."""
+        lines = f"{self.line_start}" + (
+            f"-{self.line_end}" if self.line_end != self.line_start else ""
+        )
+        return f"{self.source or f'document {self.document_id}'}:{lines}"
 
     def as_json(self) -> dict[str, Any]:
         return _shallow(self)
@@ -141,6 +115,54 @@ class Fact:
         del shown["source_id"], shown["target_id"]
         shown["evidence"] = [e.as_json() for e in self.evidence]
         return shown
+
+
+class AmbiguousEntity(GbError):
+    """A name that is no entity's, but close to several: the script must say which."""
+
+    def __init__(self, name: str, candidates: list[dict[str, Any]]) -> None:
+        self.candidates = candidates
+        if not candidates:
+            super().__init__(f"no entity is named {name!r}; gb entities lists them")
+            return
+        shown = "; ".join(f"{c['id']} {c['name']} ({c['type']})" for c in candidates[:10])
+        super().__init__(
+            f"no entity is named exactly {name!r}; close ones: {shown}; name one by its id"
+        )
+
+
+def find_entities(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    name: str,
+    query_vector: Vector | Callable[[], Vector] | None = None,
+) -> list[dict[str, Any]]:
+    """The entities `name` means: its id ("12"), else those with exactly that normalized
+    name (of any type), else the one entity whose name shares its words.
+    Several close matches, or none, raise AmbiguousEntity, which lists them (with no word
+    in common, the nearest by `query_vector`, when given): a script never gets the wrong
+    one silently."""
+    exact = store_facts.entities(conn, dataset.id, name_norm=normalize_name(name))
+    digits = name.strip()
+    if digits.isascii() and digits.isdecimal():
+        by_id = store_facts.entities(conn, dataset.id, ids=[int(digits)])
+        if by_id and exact and exact != by_id:  # "12": an id, and some entity's name
+            raise AmbiguousEntity(name, by_id + exact)
+        if by_id:
+            return by_id
+    if exact:
+        return exact
+    close = store_facts.entities(
+        conn, dataset.id, ids=store_facts.entity_ids_fts(conn, dataset.id, name, 10, names=True)
+    )
+    if len(close) == 1:
+        return close
+    if not close and query_vector is not None:
+        vector = query_vector() if callable(query_vector) else query_vector
+        nearest = vectors.knn(mapped(conn), dataset.id, "entities", vector, 5)
+        ids = [vectors.parse_vector_id(n.vector_id)[1] for n in nearest]
+        close = store_facts.entities(conn, dataset.id, ids=ids)
+    raise AmbiguousEntity(name, close)
 
 
 def facts(
@@ -176,7 +198,7 @@ def facts(
         # Each method ranks more facts than shown, and the filters keep the fused order;
         # while they leave fewer than `limit` and a ranking may hold more, a larger pool.
         pool = max(depth, limit) * 2
-        vector = query_vector() if callable(query_vector) else query_vector  # embedded once
+        vector = _once(query_vector)  # embedded in the first round, beside BM25; once
         while True:
             rankings = _rank(conn, dataset, "edges", query, vector, pool)
             ranked = [key for key, _, _ in fuse(rankings, rrf_k)]
@@ -380,7 +402,7 @@ def _rank(
         return {"bm25": keywords(conn, dataset.id, query, pool)}
 
     def nearest(c: apsw.Connection, vector: Vector) -> list[int]:
-        found = vectors.knn(c, dataset.id, index, vector, min(pool, 4096))
+        found = vectors.knn(c, dataset.id, index, vector, min(pool, vectors.KNN_MAX))
         return [vectors.parse_vector_id(n.vector_id)[1] for n in found]
 
     side = VectorSide(conn, query_vector, nearest)

@@ -33,9 +33,21 @@ def warning(message: str) -> None:
     stderr.print(Text(f"gb: warning: {message}", style="yellow"))
 
 
+# JSON allows these raw in a string, but str.splitlines() and some readers end a line at
+# them: escaped, every record is one line for any reader.
+_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
+_LINE_BREAK = re.compile("[\u2028\u2029\x85]")
+
+
+def json_record(obj: Any) -> str:
+    """One JSON object as one line of JSON Lines, its newline included."""
+    text = json.dumps(obj, ensure_ascii=False)
+    return _LINE_BREAK.sub(lambda m: _LINE_BREAKS[m.group()], text) + "\n"
+
+
 def json_line(obj: Any) -> None:
     """One JSON object per line on stdout, for scripts (JSON Lines)."""
-    sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write(json_record(obj))
     sys.stdout.flush()
 
 
@@ -508,14 +520,6 @@ def _interval(fact: Any) -> str:
     return f"{since} → {until}"
 
 
-def _where(evidence: Any) -> str:
-    where = evidence.source or f"document {evidence.document_id}"
-    lines = f"{evidence.line_start}" + (
-        f"-{evidence.line_end}" if evidence.line_end != evidence.line_start else ""
-    )
-    return f"{where}:{lines}"
-
-
 def facts_list(facts: list[Any], *, where: bool = True) -> None:
     """Each fact: id, source —RELATION→ target, its interval and status, the fact, and
     (unless not `where`) where it is stated."""
@@ -531,7 +535,7 @@ def facts_list(facts: list[Any], *, where: bool = True) -> None:
         stdout.print(head, soft_wrap=True)
         stdout.print(Padding(Text(fact.fact), (0, 0, 0, 3), expand=False))
         for evidence in fact.evidence if where else ():
-            stdout.print(Text("   " + _where(evidence), style="dim cyan"), soft_wrap=True)
+            stdout.print(Text("   " + evidence.where, style="dim cyan"), soft_wrap=True)
 
 
 def why(fact: Any, closer: Any | None, read_lines: Any) -> None:
@@ -567,7 +571,7 @@ def _evidence_lines(evidence: Any, read_lines: Any) -> None:
     end = len(shown(data[: evidence.end_offset - begins]))
     text.stylize("bold yellow" if evidence.exact else "yellow", start, end)
     mark = "" if evidence.exact else "  (not an exact quote: the span shown is approximate)"
-    stdout.print(Text(f"   {_where(evidence)}{mark}", style="dim cyan"), soft_wrap=True)
+    stdout.print(Text(f"   {evidence.where}{mark}", style="dim cyan"), soft_wrap=True)
     stdout.print(Padding(text, (0, 0, 0, 5), expand=False))
 
 

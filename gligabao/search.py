@@ -149,7 +149,7 @@ def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
 
 
 # vec0 answers at most this many neighbours a query.
-_KNN_MAX = 4096
+_KNN_MAX = vectors.KNN_MAX
 
 
 def _superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:

@@ -345,3 +345,10 @@ def test_a_query_with_filters_finds_matches_beyond_its_first_candidates(
     assert len(found) == 3 and all(f["source"] == "Alice Moreau" for f in found)
     crowd = _facts(gb_cli, "--about", "Hugo Keller", "--all", "-k", "100")
     assert len(crowd) == 15  # they are there, and they outrank Alice's for "works"
+
+
+def test_the_response_shows_a_fact_stored_already_over(gb_cli, online, texts) -> None:
+    gb(gb_cli, "remember", "y2021.txt", "--quiet")
+    line = gb(gb_cli, "remember", "y2015.txt", "--json").stdout
+    (acme,) = [e for e in json.loads(line)["edges"] if e["target"] == "Acme Corp"]
+    assert acme["created"] and acme["invalid_at"].startswith("2021-09-01")  # by Initech

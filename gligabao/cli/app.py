@@ -119,6 +119,14 @@ def dataset_named(config: Config) -> str | None:
     return None if config.sources.get("dataset", "default") == "default" else config["dataset"]
 
 
+def open_dataset(config_path: str | None, db: str | None, dataset: str | None) -> Any:
+    """(config, connection, dataset) of a command that reads one dataset: the file is
+    opened without creating one (exit 6 if none), the dataset must exist (exit 1)."""
+    config = configure(config_path, {"database": db, "dataset": dataset})
+    conn = open_store(config, create=False)
+    return config, conn, require_dataset(conn, config["dataset"])
+
+
 def require_dataset(conn: Any, name: str) -> Any:
     """The dataset called `name`; if there is none, the error names the ones there are."""
     from gligabao.store import datasets

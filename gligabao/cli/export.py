@@ -14,7 +14,7 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store, require_dataset
+from gligabao.cli.app import command, open_dataset
 from gligabao.errors import UsageError
 
 
@@ -85,9 +85,7 @@ def export_command(
     if fmt == "csv" and Path(output).exists() and not Path(output).is_dir():
         raise UsageError(f"-o {output} is a file; csv needs a folder for its two files")
     at_time = options.iso_time("--at", at)
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    found = require_dataset(conn, config["dataset"])
+    config, conn, found = open_dataset(config_path, db, dataset)
     if not to_stdout:
         _not_the_database(Path(output), fmt, Path(config["database"]))
     if to_stdout:

@@ -10,7 +10,7 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store, require_dataset
+from gligabao.cli.app import command, open_dataset
 from gligabao.errors import GbError, UsageError
 
 
@@ -47,9 +47,7 @@ def facts_command(
     if limit <= 0:
         raise UsageError(f"--limit must be positive, not {limit}")
     at_time, known_time = options.iso_time("--at", at), options.iso_time("--known-at", known_at)
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    found = require_dataset(conn, config["dataset"])
+    config, conn, found = open_dataset(config_path, db, dataset)
     entity_ids = [e["id"] for e in find_entities(conn, found, about)] if about else None
     query_vector = _query_vector(config, conn, found, query, "edges") if query else None
     shown = facts(
@@ -100,9 +98,7 @@ def entity_command(
     if depth < 0:
         raise UsageError(f"--depth must be 0 or more, not {depth}")
     at_time = options.iso_time("--at", at)
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    found = require_dataset(conn, config["dataset"])
+    config, conn, found = open_dataset(config_path, db, dataset)
     vector = _query_vector(config, conn, found, name, "entities", quiet=True)
     view = entity(conn, found, name, at=at_time, depth=depth, query_vector=vector)
     if as_json:
@@ -129,9 +125,7 @@ def entities_command(
 
     if limit <= 0:
         raise UsageError(f"--limit must be positive, not {limit}")
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    found = require_dataset(conn, config["dataset"])
+    config, conn, found = open_dataset(config_path, db, dataset)
     vector = _query_vector(config, conn, found, query, "entities") if query else None
     shown = entities(
         conn,
@@ -191,9 +185,7 @@ def why_command(
     """
     from gligabao.facts import get_fact
 
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    found = require_dataset(conn, config["dataset"])
+    _, conn, found = open_dataset(config_path, db, dataset)
     fact = get_fact(conn, found, fact_id)
     if fact is None:
         raise GbError(f"no fact {fact_id} in dataset '{found.name}'; gb facts lists them")

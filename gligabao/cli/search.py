@@ -6,7 +6,7 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store, require_dataset
+from gligabao.cli.app import command, open_dataset
 from gligabao.config import Config
 from gligabao.errors import ConfigError, UsageError
 from gligabao.llm.endpoint import Endpoints
@@ -92,9 +92,7 @@ def search_command(
         raise UsageError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
     if k <= 0:
         raise UsageError(f"-k must be positive, not {k}")
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    found = require_dataset(conn, config["dataset"])
+    config, conn, found = open_dataset(config_path, db, dataset)
     method = _choose_method(config, conn, found, method)
     from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
 

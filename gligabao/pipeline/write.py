@@ -223,13 +223,11 @@ class Writer:
                     artifact_id=artifact_id,
                 )
                 new.append((j, edge_id))
-                closes = plan.decisions.closes[j]
-                contradicted = [self._id(ref, self._edge_ids) for ref, _ in closes]
-                if closes:
+                if closes := plan.decisions.closes[j]:
                     invalidated += graph.settle_in_time(
                         self.conn,
                         edge_id,
-                        [c for c in contradicted if c],
+                        [c for ref, _ in closes if (c := self._id(ref, self._edge_ids))],
                         "; ".join(dict.fromkeys(reason for _, reason in closes)),
                     )
             self._edge_ids[(piece.index, j)] = edge_id
@@ -244,7 +242,11 @@ class Writer:
                     "relation": edge.relation,
                     "fact": edge.fact,
                     "valid_at": valid_at,
-                    "invalid_at": edge.invalid_at,
+                    # Stored already over (older than the fact it contradicts): that end.
+                    "invalid_at": next(
+                        (c["invalid_at"] for c in invalidated if c["id"] == edge_id),
+                        edge.invalid_at,
+                    ),
                     "created": created,
                 }
             )

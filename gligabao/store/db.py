@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
+import json
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -233,6 +234,29 @@ def transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
         if not conn.get_autocommit():
             conn.execute("ROLLBACK")
         raise
+
+
+@contextmanager
+def read_transaction(conn: apsw.Connection) -> Iterator[apsw.Connection]:
+    """One read transaction around several SELECTs, so that they all see the same moment
+    of the file (WAL) even while another process writes (an export's entities, facts and
+    evidence agree). Inside a transaction already, it adds nothing."""
+    if not conn.get_autocommit():
+        yield conn
+        return
+    with translate_errors(conn):  # type: ignore[arg-type]
+        conn.execute("BEGIN DEFERRED")
+    try:
+        yield conn
+    finally:
+        if not conn.get_autocommit():
+            conn.execute("COMMIT")  # nothing was written: it only ends the read
+
+
+def json_ids(ids: Iterable[int]) -> str:
+    """Ids bound as one JSON parameter (`IN (SELECT value FROM json_each(?))`): no limit
+    on their number, no SQL pasting."""
+    return json.dumps([int(i) for i in ids])
 
 
 def write(conn: apsw.Connection, sql: str, params: Params = ()) -> int:

@@ -8,13 +8,12 @@ cannot read counts as unknown.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import apsw
 
-from gligabao.store.db import query
+from gligabao.store.db import json_ids, query
 from gligabao.store.fts import fts_query
 
 __all__ = [
@@ -48,10 +47,6 @@ _TRUE_AT = f"""(coalesce({_instant("e.valid_at")}, julianday(e.created_at)) <= j
                    OR julianday(:at) < {_instant("e.invalid_at")}))"""
 _KNOWN_AT = """(julianday(e.created_at) <= julianday(:known)
               AND (e.expired_at IS NULL OR julianday(:known) < julianday(e.expired_at)))"""
-
-
-def _ids(ids: Iterable[int]) -> str:
-    return json.dumps([int(i) for i in ids])
 
 
 def facts(
@@ -116,8 +111,8 @@ def facts(
             "d": dataset_id,
             "at": at,
             "known": known_at,
-            "ids": _ids(ids or ()),
-            "ents": _ids(entity_ids or ()),
+            "ids": json_ids(ids or ()),
+            "ents": json_ids(entity_ids or ()),
             "rel": relation,
             "s": session,
             "n": -1 if limit is None or ids is not None else limit,
@@ -184,7 +179,7 @@ def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, A
            JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
            WHERE l.edge_id IN (SELECT value FROM json_each(?))
            ORDER BY l.edge_id, a.id""",
-        (_ids(edge_ids),),
+        (json_ids(edge_ids),),
     )
 
 
@@ -226,7 +221,7 @@ def entities(
             ORDER BY n.name_norm, n.id LIMIT :n""",
         {
             "d": dataset_id,
-            "ids": _ids(ids or ()),
+            "ids": json_ids(ids or ()),
             "norm": name_norm,
             "n": -1 if limit is None or ids is not None else limit,
         },
@@ -250,7 +245,7 @@ def neighbours(
                 WHERE e.target_entity_id IN f {status})
             SELECT id, name, type FROM gb_entities
             WHERE id IN other AND id NOT IN f ORDER BY name_norm, id""",
-        {"ids": _ids(entity_ids), "at": at},
+        {"ids": json_ids(entity_ids), "at": at},
     )
 
 
@@ -264,26 +259,3 @@ def entity_documents(conn: apsw.Connection, entity_id: int) -> list[dict[str, An
            WHERE l.entity_id = ? ORDER BY d.id""",
         (entity_id,),
     )
-
-
-class read_snapshot:  # lower case: used as a function, `with read_snapshot(conn):`
-    """One read transaction around several SELECTs, so that they all see the same
-    moment of the file (WAL) even while another process writes: an export's entities,
-    facts and evidence agree. Inside a transaction already, it adds nothing."""
-
-    def __init__(self, conn: apsw.Connection) -> None:
-        self.conn = conn
-        self.began = False
-
-    def __enter__(self) -> apsw.Connection:
-        from gligabao.store.db import translate_errors
-
-        if self.conn.get_autocommit():
-            with translate_errors(self.conn):
-                self.conn.execute("BEGIN DEFERRED")
-            self.began = True
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        if self.began and not self.conn.get_autocommit():
-            self.conn.execute("COMMIT")  # nothing was written: it only ends the read

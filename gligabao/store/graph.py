@@ -15,7 +15,7 @@ from typing import Any
 
 import apsw
 
-from gligabao.store.db import now_iso, query, query_one, transaction, write
+from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
 from gligabao.store.errors import NotFound
 from gligabao.store.fts import fts_query
 
@@ -59,11 +59,6 @@ def normalize_name(name: str) -> str:
     usual one; casefold rather than lower, so "Straße" matches "STRASSE".
     """
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
-
-
-def _ids(ids: Iterable[int]) -> str:
-    # Id lists are bound as one JSON parameter: no limit on their length, no SQL pasting.
-    return json.dumps([int(i) for i in ids])
 
 
 def get_entity(conn: apsw.Connection, entity_id: int) -> dict[str, Any] | None:
@@ -419,7 +414,7 @@ def current_edges_touching(
             LIMIT :n""",
         {
             "d": dataset_id,
-            "ids": _ids(sorted(ends)),
+            "ids": json_ids(sorted(ends)),
             "a": a,
             "b": b,
             "n": -1 if limit is None else limit,
@@ -438,7 +433,7 @@ def entities_for_artifacts(
                SELECT entity_id FROM gb_entity_artifacts
                WHERE artifact_id IN (SELECT value FROM json_each(?)))
            ORDER BY id""",
-        (_ids(artifact_ids),),
+        (json_ids(artifact_ids),),
     )
 
 
@@ -452,5 +447,5 @@ def edges_for_artifacts(conn: apsw.Connection, artifact_ids: Iterable[int]) -> l
            WHERE g.id IN (SELECT edge_id FROM gb_edge_artifacts
                           WHERE artifact_id IN (SELECT value FROM json_each(?)))
            ORDER BY g.id""",
-        (_ids(artifact_ids),),
+        (json_ids(artifact_ids),),
     )
