@@ -587,7 +587,12 @@ class LLM:
         if isinstance(exc, openai.APIConnectionError):
             reason = exc.__cause__ or exc
             detail = one_line(self.scrub(str(reason) or type(reason).__name__))
-            return Failure(f"could not reach {self.endpoints.url(stage)}", detail, retryable=True)
+            return Failure(
+                f"could not reach {self.endpoints.url(stage)}",
+                detail,
+                retryable=True,
+                unreachable=True,
+            )
         if isinstance(exc, openai.APIStatusError):
             message, code = server_message(exc.body, exc.message or "")
             hint = key_hint(self.config, stage)

@@ -64,6 +64,7 @@ class LLMError(GbError):
         server_message: str = "",
         server_code: str | None = None,
         retryable: bool = False,
+        unreachable: bool = False,
         inference: Any = None,
     ) -> None:
         super().__init__(f"{stage} ({model}): {cause}")
@@ -74,6 +75,7 @@ class LLMError(GbError):
         self.server_message = server_message  # scrubbed
         self.server_code = server_code  # the error's "code", e.g. "rate_limit_exceeded"
         self.retryable = retryable
+        self.unreachable = unreachable  # no connection to the server at all (refused, DNS)
         self.inference = inference  # tokens spent on a rejected answer, when known
 
 
@@ -211,6 +213,7 @@ class Failure:
     retryable: bool = False
     retry_after: float | None = None
     code: str | None = None
+    unreachable: bool = False
 
     def cause(self, retries: int) -> str:
         text = self.head
@@ -227,6 +230,7 @@ class Failure:
             server_message=self.detail,
             server_code=self.code,
             retryable=self.retryable,
+            unreachable=self.unreachable,
         )
 
 
