@@ -8,6 +8,7 @@ the config file, the default. The file is the first of `--config`,
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gligabao.chunk import MODES, ChunkSettings, get_tokenizer
-from gligabao.errors import ConfigError
+from gligabao.errors import ConfigError, UsageError
 
 STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk")
 REASONING_LEVELS = ("none", "low", "medium", "high")
@@ -55,10 +56,19 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("llm.api_key", str, None, "the key itself (prefer api_key_env)", secret=True),
     Setting("llm.timeout", float, 60.0, "seconds before a request is retried", 1, 3600),
     Setting("llm.max_retries", int, 4, "retries on 429, 5xx and timeouts", 0, 20),
+    Setting("llm.stream", bool, True, "stream answers: llm.timeout bounds gaps, not answers"),
     Setting("embeddings.model", str, "text-embedding-3-small", "embedding model of every index"),
     Setting("embeddings.dimensions", int, 1536, "vector dimensions", 1, 8192),
     Setting("embeddings.base_url", str, None, "endpoint for embeddings; else llm.base_url"),
     Setting("embeddings.api_key_env", str, None, "key variable for embeddings; else llm's"),
+    Setting(
+        "embeddings.max_tokens",
+        int,
+        0,
+        "largest input the embeddings server takes; 0: learnt from its refusals",
+        0,
+        1_000_000,
+    ),
     Setting("search.rrf_k", int, 60, "reciprocal rank fusion constant of gb search", 1, 10000),
     Setting("search.depth", int, 50, "candidates each method gives the fusion", 1, 10000),
     Setting("models.default", str, "gpt-4o-mini", "model of every stage not named below"),
@@ -69,6 +79,8 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 BY_KEY = {s.key: s for s in SETTINGS}
+# Names that must name something: blank, they would reach the store as an empty name.
+_NOT_BLANK = frozenset({"database", "dataset", "models.default", "embeddings.model"})
 _SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices", "search"}
 
 
@@ -120,6 +132,12 @@ class Config:
             value = self.values[setting.key]
             if setting.secret and value:
                 value = mask(value)
+            elif setting.key.endswith("base_url") and value:
+                # Here, not at the top: endpoint imports this module. It masks a key given
+                # as the URL's user or password, or in its query string.
+                from gligabao.llm.endpoint import safe_url
+
+                value = safe_url(value)
             rows.append((setting.key, value, self.sources[setting.key]))
         for model, price in sorted(self.prices.items()):
             rows.append((f"prices.{model}", price, self.sources.get(f"prices.{model}", "file")))
@@ -227,7 +245,8 @@ def _read_prices(path: Path, table: Any) -> dict[str, Price]:
             raise ConfigError(f"{where} must be {{ input = USD, output = USD }} per million tokens")
         numbers = {k: entry[k] for k in ("input", "output", "cached_input") if k in entry}
         for k, v in numbers.items():
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
+            # nan would pass `v < 0` and make every cost nan: no budget would ever stop.
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v < math.inf:
                 raise ConfigError(f"{where}.{k} = {v!r} must be a number >= 0 (USD per 1M tokens)")
         prices[model] = Price(**{k: float(v) for k, v in numbers.items()})
     return prices
@@ -249,6 +268,16 @@ def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
     ):
         raise ConfigError(
             f"{setting.key} = {shown}{where} must be {_kind_name(setting)}{_allowed(setting)}"
+        )
+    # nan passes every range check below, and inf those without a bound; a flag given
+    # nothing usable is a usage error (exit 2), a file or the environment a config one (5).
+    refused = UsageError if origin == "flag" else ConfigError
+    if setting.kind is float and not math.isfinite(value):
+        raise refused(f"{setting.key} = {shown}{where} must be a finite number{_allowed(setting)}")
+    if setting.key in _NOT_BLANK and not value.strip():
+        raise refused(
+            f"{setting.key} = {shown}{where} must not be empty: name one, or leave it out "
+            f"for the default ({setting.default})"
         )
     if setting.low is not None and not setting.low <= value <= setting.high:
         raise ConfigError(f"{setting.key} = {shown}{where} is out of range{_allowed(setting)}")

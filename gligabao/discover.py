@@ -21,7 +21,8 @@ input later. The rules:
 - ``--files-from FILE`` (or ``-``, standard input) lists one path a line; blank
   lines are ignored and a trailing ``\\r`` is dropped. With ``null_sep`` (``-0``) the
   paths are NUL-separated, exactly as ``find -print0`` writes them. A line ``-``
-  there names the file ``./-``, not standard input.
+  there names the file ``./-``, not standard input. The list may be a FIFO (as
+  ``<(find ...)`` gives), never a device, and at most 64 MiB.
 
 Path names that are not valid UTF-8 are kept as `os.fsdecode` gives them
 (surrogate escapes), so they round-trip to the same file.
@@ -39,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from gligabao.errors import InputError, UsageError
-from gligabao.inputs import STDIN
+from gligabao.inputs import MAX_LIST_BYTES, STDIN, list_too_large, open_file, shown_name
 
 __all__ = ["SNIFF_BYTES", "Discovery", "Skipped", "discover"]
 
@@ -246,45 +247,59 @@ def _matches(rel: str, patterns: tuple[str, ...]) -> bool:
 
 
 def _listed(files_from: str, null_sep: bool, stdin: BinaryIO | None) -> Iterator[str]:
-    """The paths in a --files-from list, read a block at a time, decoded as file names."""
+    """The paths in a --files-from list, read a block at a time, decoded as file names;
+    a list over MAX_LIST_BYTES (`--files-from /dev/zero` would never end) is refused."""
     if files_from == STDIN:
         stream = stdin if stdin is not None else sys.stdin.buffer
-        yield from _split(stream, null_sep)
+        yield from _split(stream, null_sep, files_from)
         return
-    try:
-        if os.path.isdir(files_from):
-            raise InputError(files_from, "is a directory; --files-from takes a file of paths")
-        with open(files_from, "rb") as stream:
-            yield from _split(stream, null_sep)
-    except FileNotFoundError:
-        raise InputError(files_from, "no such file (given to --files-from)") from None
-    except PermissionError:
+    if os.path.isdir(files_from):
         raise InputError(
-            files_from, "cannot be read (given to --files-from): permission denied"
-        ) from None
-    except OSError as exc:
-        raise InputError(
-            files_from, f"cannot be read (given to --files-from): {exc.strerror or exc}"
-        ) from None
+            shown_name(files_from), "is a directory; --files-from takes a file of paths"
+        )
+    # A FIFO is read (`--files-from <(find ...)`); a device or a socket is refused.
+    with open_file(files_from, pipes=True, given=GIVEN) as stream:
+        yield from _split(stream, null_sep, files_from)
 
 
-def _split(stream: BinaryIO, null_sep: bool) -> Iterator[str]:
+GIVEN = " (given to --files-from)"
+
+
+def _split(stream: BinaryIO, null_sep: bool, files_from: str) -> Iterator[str]:
     sep = b"\0" if null_sep else b"\n"
-    rest = b""
+    rest = bytearray()  # an entry not ended yet: grown in place, never copied whole
     first = True
+    total = 0
     while True:
-        block = stream.read(_READ_BLOCK)
+        block = _block(stream, files_from)
         if not block:
             break
-        *items, rest = (rest + block).split(sep)
-        for item in items:
+        total += len(block)
+        if total > MAX_LIST_BYTES:
+            raise list_too_large(files_from, "list of paths")
+        rest += block
+        if sep not in block:
+            continue
+        *items, tail = bytes(rest).split(sep)
+        rest = bytearray(tail)
+        # NUL-separated, empty entries are nothing: skipped at C speed, not one by one.
+        for item in filter(None, items) if null_sep else items:
             name = _name(item, null_sep, first)
             first = False
             if name is not None:
                 yield name
-    name = _name(rest, null_sep, first)
+    name = _name(bytes(rest), null_sep, first)
     if name is not None:
         yield name
+
+
+def _block(stream: BinaryIO, files_from: str) -> bytes:
+    try:
+        return stream.read(_READ_BLOCK)
+    except OSError as exc:
+        raise InputError(
+            shown_name(files_from), f"cannot be read{GIVEN}: {exc.strerror or exc}"
+        ) from None
 
 
 def _name(item: bytes, null_sep: bool, first: bool) -> str | None:

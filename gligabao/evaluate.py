@@ -18,6 +18,7 @@ from typing import Any
 import apsw
 
 from gligabao.errors import InputError
+from gligabao.inputs import read_list
 from gligabao.search import Hit, search
 from gligabao.store.artifacts import find_by_source
 from gligabao.store.datasets import Dataset
@@ -122,10 +123,10 @@ def parse_queries(
 
 def read_queries(path: str | os.PathLike[str]) -> list[GoldQuery]:
     """The gold queries of a JSON-lines file; relative sources from the current folder."""
+    # Bounded, and never a device: `gb eval /dev/zero` is refused, not read until memory ends.
+    data = read_list(os.fspath(path), "query file")
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot read it: {exc.strerror or exc}") from None
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(str(path), "not UTF-8 text") from None
     queries = parse_queries(text.splitlines(), name=str(path))

@@ -3,12 +3,22 @@
 Bytes are read exactly as they are (no newline translation), so the UTF-8 byte
 offsets of a chunk slice the file itself. A text is refused, with one line that
 says why, when it is over 1 MiB, empty or only whitespace, not valid UTF-8, or
-holds a NUL byte; and so is a path that is missing, unreadable, or a folder.
+holds a NUL byte; and so is a path that is missing, unreadable, a folder, or not a
+regular file at all (a FIFO, a device, a socket: opening or reading one could wait
+forever or never end). Standard input is read whatever it is, a pipe included, and
+every read is bounded: a document at 1 MiB, a list (--files-from, a query file) at
+64 MiB.
+
+File names that are not valid UTF-8 reach gb as `os.fsdecode` gives them (lone
+surrogates, which SQLite and a UTF-8 terminal refuse); a Source carries its name as
+`shown_name` writes it, so such a file is stored and shown with its odd bytes escaped.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +27,11 @@ from typing import BinaryIO
 from gligabao.errors import InputError
 
 MAX_BYTES = 1 << 20  # 1 MiB, accepted; one byte more is refused
+MAX_LIST_BYTES = 64 << 20  # a list of paths or of queries: a million lines of 64 bytes
 STDIN = "-"
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO with no writer must not wait
+_OPEN_FLAGS = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +54,90 @@ class Source:
 def read_source(name: str, stdin: BinaryIO | None = None) -> Source:
     """Read and check one input; raises InputError with the reason it was refused."""
     data = _read_stdin(stdin) if name == STDIN else _read_file(name)
-    return Source(name, data, decode(name, data))
+    shown = shown_name(name)
+    return Source(shown, data, decode(shown, data))
+
+
+def shown_name(name: str) -> str:
+    """``name`` as gb stores and prints it: the bytes of a file name that are not UTF-8
+    (lone surrogates in ``name``, from os.fsdecode) written as Python writes bytes,
+    ``bad\\xff.txt``; any other name as it is."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return name.encode("utf-8", "backslashreplace").decode("ascii")
+
+
+def open_file(name: str, *, pipes: bool = False, given: str = "") -> BinaryIO:
+    """The file ``name``, open to read; InputError (its name, ``given`` and why) for a
+    path that is missing, unreadable, a folder, or not a regular file. With ``pipes``
+    a FIFO is read too (a list from `<(find ...)`): without a writer it reads as empty.
+    The open never blocks, so a FIFO or a device is never waited on."""
+    shown = shown_name(name)
+    try:
+        fd = os.open(name, _OPEN_FLAGS)
+    except FileNotFoundError:
+        raise InputError(shown, f"no such file{given}") from None
+    except PermissionError:
+        raise InputError(shown, f"cannot be read{given}: permission denied") from None
+    except IsADirectoryError:
+        raise InputError(shown, "is a directory; give the files in it") from None
+    except OSError as exc:
+        raise InputError(shown, f"cannot be read{given}: {exc.strerror or exc}") from None
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise InputError(shown, "is a directory; give the files in it")
+        if not stat.S_ISREG(mode) and not (pipes and stat.S_ISFIFO(mode)):
+            instead = "a regular file or a pipe" if pipes else "its content on standard input (-)"
+            raise InputError(
+                shown,
+                f"is {_kind(mode)}, not a regular file{given}: not read, as that could wait "
+                f"forever or never end; give {instead} instead",
+            )
+        if _NONBLOCK:  # open now: a FIFO's reads wait for its writer's data
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "a special file"
+
+
+def read_list(name: str, what: str) -> bytes:
+    """The whole of a list file (``what`` names it in errors: "query file"), at most
+    MAX_LIST_BYTES; a FIFO is read, a device or a larger file refused."""
+    with open_file(name, pipes=True, given=f" (a {what})") as handle:
+        try:
+            data = handle.read(MAX_LIST_BYTES + 1)
+        except OSError as exc:
+            raise InputError(shown_name(name), f"cannot be read: {exc.strerror or exc}") from None
+    if len(data) > MAX_LIST_BYTES:
+        raise list_too_large(name, what)
+    return data
+
+
+def list_too_large(name: str, what: str) -> InputError:
+    return InputError(
+        shown_name(name),
+        f"is larger than {MAX_LIST_BYTES >> 20} MiB, too large for a {what}; split it",
+    )
 
 
 def decode(name: str, data: bytes) -> str:
@@ -69,17 +166,8 @@ def _read_stdin(stdin: BinaryIO | None) -> bytes:
 
 
 def _read_file(name: str) -> bytes:
-    path = Path(name)
-    try:
-        if path.is_dir():
-            raise InputError(name, "is a directory; give the files in it")
-        with path.open("rb") as handle:
+    with open_file(name) as handle:
+        try:
             return handle.read(MAX_BYTES + 1)
-    except FileNotFoundError:
-        raise InputError(name, "no such file") from None
-    except PermissionError:
-        raise InputError(name, "cannot be read: permission denied") from None
-    except IsADirectoryError:
-        raise InputError(name, "is a directory; give the files in it") from None
-    except OSError as exc:
-        raise InputError(name, f"cannot be read: {exc.strerror or exc}") from None
+        except OSError as exc:  # EIO, or a file that is not what its mode said
+            raise InputError(shown_name(name), f"cannot be read: {exc.strerror or exc}") from None

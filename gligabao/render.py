@@ -24,25 +24,63 @@ if TYPE_CHECKING:
 stdout = Console(highlight=False, soft_wrap=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
+# What a terminal may act on rather than show: C0 controls (ESC starts the sequences that
+# clear, move and recolour), DEL, C1 (U+009B is a CSI of its own), and the bidi embeddings,
+# overrides and isolates that reorder what follows them on the screen.
+_CONTROLS = (
+    *range(0x00, 0x20),
+    0x7F,
+    *range(0x80, 0xA0),
+    *range(0x202A, 0x202F),
+    *range(0x2066, 0x206A),
+)
+_ESCAPED = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _CONTROLS}
+# Where the layout prints a text whole (a chunk, a fact, a message), its tabs and line
+# breaks stay; a carriage return ending a line (CRLF files) is dropped, as rich would.
+_ESCAPED_BUT_LINES = {c: e for c, e in _ESCAPED.items() if c not in (0x09, 0x0A)}
+
+
+def visible(text: str, *, lines: bool = False) -> str:
+    """`text` safe to print on a terminal: every control character written out as its
+    escape (ESC as ``\\x1b``, U+202E as ``\\u202e``), so a document or an LLM answer can
+    never clear, rewrite or reorder the screen. Every human renderer here goes through it;
+    with `lines`, tabs and newlines are kept. Each character is replaced on its own (but
+    CR before LF), so the visible text of a prefix is a prefix of the visible text."""
+    if lines:
+        return text.replace("\r\n", "\n").translate(_ESCAPED_BUT_LINES)
+    return text.translate(_ESCAPED)
+
+
+def _text(value: Any, style: str = "", *, lines: bool = False, **options: Any) -> Text:
+    """A Text of `value` made visible (see visible); never parsed as markup."""
+    return Text(visible(str(value), lines=lines), style=style, **options)
+
+
+def _assemble(*parts: str | tuple[str, str]) -> Text:
+    """Text.assemble, each part made visible (see visible)."""
+    return Text.assemble(
+        *((visible(p[0]), p[1]) if isinstance(p, tuple) else visible(p) for p in parts)
+    )
+
 
 def error(message: str) -> None:
-    stderr.print(Text(f"gb: {message}", style="red"))
+    stderr.print(_text(f"gb: {message}", "red", lines=True))
 
 
 def warning(message: str) -> None:
-    stderr.print(Text(f"gb: warning: {message}", style="yellow"))
+    stderr.print(_text(f"gb: warning: {message}", "yellow", lines=True))
 
 
 # JSON allows these raw in a string, but str.splitlines() and some readers end a line at
-# them: escaped, every record is one line for any reader.
-_LINE_BREAKS = {"\u2028": "\\u2028", "\u2029": "\\u2029", "\x85": "\\u0085"}
-_LINE_BREAK = re.compile("[\u2028\u2029\x85]")
+# them: escaped, every record is one line for any reader. DEL, C1 and the bidi controls
+# are escaped too (json.dumps escapes C0 itself): `gb ... --json` on a terminal is safe.
+_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def json_record(obj: Any) -> str:
     """One JSON object as one line of JSON Lines, its newline included."""
     text = json.dumps(obj, ensure_ascii=False)
-    return _LINE_BREAK.sub(lambda m: _LINE_BREAKS[m.group()], text) + "\n"
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
 
 def json_line(obj: Any) -> None:
@@ -97,14 +135,14 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
     )
     if not cut.chunked:
         stdout.print(
-            Text.assemble(
+            _assemble(
                 (source, "bold"),
                 f": {cut.tokens:,} tokens, fits in one chunk: not chunked ({sizing})",
             )
         )
         return
     # Texts, not strings: a file name or a chunk holding "[b]" or "[/x]" is not markup.
-    table = Table(title=Text(source, style="bold"), title_justify="left", expand=False)
+    table = Table(title=_text(source, "bold"), title_justify="left", expand=False)
     for name in ("#", "start", "end", "tokens", "overlap"):
         table.add_column(name, justify="right", no_wrap=True)
     # The only column that gives way on a narrow terminal or a pipe (80 columns):
@@ -114,7 +152,8 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         table.add_column("section", max_width=30, no_wrap=True, overflow="ellipsis")
     table.add_column("begins with", max_width=64)
     for c in cut.chunks:
-        section = [Text(c.section or "—", no_wrap=True, overflow="ellipsis")] if sections else []
+        cut_off = {"no_wrap": True, "overflow": "ellipsis"}
+        section = [_text(c.section or "—", **cut_off)] if sections else []
         table.add_row(
             str(c.index),
             f"{c.start_offset:,}",
@@ -122,9 +161,9 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
             f"{c.tokens:,}",
             f"{c.overlap_tokens:,}",
             *section,
-            Text(first_words(c.text), no_wrap=True, overflow="ellipsis"),
+            _text(first_words(c.text), **cut_off),
         )
-    table.caption = Text(f"{cut.tokens:,} tokens in {len(cut.chunks)} chunks ({sizing})")
+    table.caption = _text(f"{cut.tokens:,} tokens in {len(cut.chunks)} chunks ({sizing})")
     table.caption_justify = "left"
     stdout.print(table)
 
@@ -135,7 +174,7 @@ def config_table(rows: list[tuple[str, Any, str]]) -> None:
     table.add_column("value", overflow="fold")
     table.add_column("from", style="dim", overflow="fold")
     for key, value, source in rows:
-        table.add_row(key, Text(_shown_value(value)), Text(source))
+        table.add_row(_text(key), _text(_shown_value(value)), _text(source))
     stdout.print(table)
 
 
@@ -152,7 +191,7 @@ def _shown_value(value: Any) -> str:
 
 
 def _table(title: str, *columns: str) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold", expand=False)
+    table = Table(title=_text(title), title_justify="left", title_style="bold", expand=False)
     for column in columns:
         justify = "left" if column in _TEXT_COLUMNS else "right"
         table.add_column(
@@ -186,8 +225,9 @@ _TEXT_COLUMNS = {
 
 
 def _row(table: Table, *values: Any) -> None:
-    """Cells as plain text: file names and fact texts may hold [brackets] rich would parse."""
-    table.add_row(*(Text(str(v)) for v in values))
+    """Cells as plain text: file names and fact texts may hold [brackets] rich would parse,
+    and names from an LLM escape sequences (see visible)."""
+    table.add_row(*(_text(v) for v in values))
 
 
 def _money(cost: float | None, priced: bool = True) -> str:
@@ -215,13 +255,18 @@ def remember_panel(source: str, outcome: Any) -> None:
         f"cost       {_money(spend.cost, spend.priced) if spend.calls else '$0'}",
     ]
     stdout.print(
-        Panel(Text("\n".join(lines)), title=Text(source), title_align="left", expand=False)
+        Panel(
+            _text("\n".join(lines), lines=True),
+            title=_text(source),
+            title_align="left",
+            expand=False,
+        )
     )
 
 
 def trajectory(steps: list[dict[str, Any]]) -> None:
     for step in steps:
-        stdout.print(Text(f"{step['step']:<22} {step['message']}"))
+        stdout.print(_text(f"{step['step']:<22} {step['message']}"))
 
 
 def document_view(doc: dict[str, Any]) -> None:
@@ -229,7 +274,7 @@ def document_view(doc: dict[str, Any]) -> None:
         f"document {doc['id']}  kind {doc['kind']}  source {doc['source'] or '—'}  "
         f"status {doc['status'] or '—'}  valid_at {doc['valid_at']}"
     )
-    stdout.print(Text(head, style="bold"))
+    stdout.print(_text(head, "bold"))
     if doc["chunks"]:
         table = _table("chunks", "#", "id", "start", "end", "tokens", "overlap", "summary")
         for c in doc["chunks"]:
@@ -248,7 +293,7 @@ def document_view(doc: dict[str, Any]) -> None:
             )
         stdout.print(table)
     else:
-        stdout.print(Text(first_words(doc["text"], 200)))
+        stdout.print(_text(first_words(doc["text"], 200)))
     if doc["entities"]:
         table = _table("entities", "id", "name", "type")
         for e in doc["entities"]:
@@ -299,7 +344,7 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
 
 def forget_line(report: Any) -> None:
     stdout.print(
-        Text(
+        _text(
             f"forgot document {report.artifact_id}: {report.chunks} chunks, {report.summaries} "
             f"summaries, {report.entities} entities, {report.edges} edges, {report.vectors} vectors"
         )
@@ -371,8 +416,8 @@ def status_line(result: Any) -> None:
     style = "green" if result.state == "in sync" else "yellow"
     document = f"document {result.document_id}" if result.document_id else "—"
     stdout.print(
-        Text.assemble((f"{result.state:<16}", style), f" {result.source}  {document}  "),
-        Text(result.detail, style="dim"),
+        _assemble((f"{result.state:<16}", style), f" {result.source}  {document}  "),
+        _text(result.detail, "dim"),
     )
 
 
@@ -380,7 +425,7 @@ def status_line(result: Any) -> None:
 
 
 def notice(message: str) -> None:
-    stderr.print(Text(f"gb: {message}"))
+    stderr.print(_text(f"gb: {message}", lines=True))
 
 
 def result_json(result: Any) -> dict[str, Any]:
@@ -397,7 +442,7 @@ def result_line(result: Any) -> None:
     r = result.outcome.response
     chunks = f"{len(r['chunks'])} chunks" if "chunks" in r else "not chunked"
     stdout.print(
-        Text(
+        _text(
             f"{result.status:<10} {result.name} -> document {r['artifact_id']} ({chunks}, "
             f"{len(r['entities'])} entities, {len(r['edges'])} edges)"
         )
@@ -471,7 +516,7 @@ def search_hits(hits: list[Hit], query: str) -> None:
         if hit.line_start is not None:
             where += f":{hit.line_start}-{hit.line_end}"
         ranks = ", ".join(f"{m} #{r}" for m, r in hit.ranks.items())
-        head = Text.assemble(
+        head = _assemble(
             (f"{number}. ", "bold"),
             (where, "bold cyan"),
             (f"  § {hit.section}" if hit.section else "", "magenta"),
@@ -481,7 +526,7 @@ def search_hits(hits: list[Hit], query: str) -> None:
         for label, body in (("", hit.text), ("summary: ", hit.summary)):
             if not body:
                 continue
-            text = Text(label, style="dim") + Text(body.strip())
+            text = Text(label, style="dim") + _text(body.strip(), lines=True)
             if pattern:
                 text.highlight_regex(pattern, style="bold yellow")
             stdout.print(Padding(text, (0, 0, 0, 3), expand=False))
@@ -510,7 +555,7 @@ def eval_table(results: list[EvalResult], queries: int, ks: Sequence[int]) -> No
             tokens = "—" if r.mean_tokens is None else f"{r.mean_tokens:.0f}"
             cells = [r.dataset, r.method, str(r.queries), *(_percent(r.fail_rate(k)) for k in ks)]
             cells.append(tokens)
-        table.add_row(*(Text(c) for c in cells))
+        table.add_row(*(_text(c) for c in cells))
     stdout.print(table)
 
 
@@ -524,7 +569,7 @@ def facts_list(facts: list[Any], *, where: bool = True) -> None:
     """Each fact: id, source —RELATION→ target, its interval and status, the fact, and
     (unless not `where`) where it is stated."""
     for fact in facts:
-        head = Text.assemble(
+        head = _assemble(
             (f"#{fact.id} ", "dim"),
             (fact.source, "bold"),
             (f" —{fact.relation}→ ", "cyan"),
@@ -533,9 +578,9 @@ def facts_list(facts: list[Any], *, where: bool = True) -> None:
             ("" if fact.status == "current" else "  closed", "yellow"),
         )
         stdout.print(head, soft_wrap=True)
-        stdout.print(Padding(Text(fact.fact), (0, 0, 0, 3), expand=False))
+        stdout.print(Padding(_text(fact.fact, lines=True), (0, 0, 0, 3), expand=False))
         for evidence in fact.evidence if where else ():
-            stdout.print(Text("   " + evidence.where, style="dim cyan"), soft_wrap=True)
+            stdout.print(_text("   " + evidence.where, "dim cyan"), soft_wrap=True)
 
 
 def why(fact: Any, closer: Any | None, read_lines: Any) -> None:
@@ -546,7 +591,7 @@ def why(fact: Any, closer: Any | None, read_lines: Any) -> None:
         _evidence_lines(evidence, read_lines)
     if fact.closed_by:
         stdout.print(
-            Text.assemble(
+            _assemble(
                 ("closed by ", "yellow"),
                 (f"#{fact.closed_by['id']}", "bold"),
                 (f": {fact.closed_by['reason'] or 'no reason given'}", ""),
@@ -562,16 +607,17 @@ def why(fact: Any, closer: Any | None, read_lines: Any) -> None:
 def _evidence_lines(evidence: Any, read_lines: Any) -> None:
     data, begins = read_lines(evidence.document_id, evidence.start_offset, evidence.end_offset)
 
-    # rich drops carriage returns: offsets are counted without them too (CRLF files).
+    # rich drops carriage returns: offsets are counted without them too (CRLF files), and
+    # in the visible text, whose escapes are longer than the characters they stand for.
     def shown(part: bytes) -> str:
-        return part.decode("utf-8", "replace").replace("\r", "")
+        return visible(part.decode("utf-8", "replace").replace("\r", ""), lines=True)
 
     text = Text(shown(data).rstrip("\n"))
     start = len(shown(data[: evidence.start_offset - begins]))
     end = len(shown(data[: evidence.end_offset - begins]))
     text.stylize("bold yellow" if evidence.exact else "yellow", start, end)
     mark = "" if evidence.exact else "  (not an exact quote: the span shown is approximate)"
-    stdout.print(Text(f"   {evidence.where}{mark}", style="dim cyan"), soft_wrap=True)
+    stdout.print(_text(f"   {evidence.where}{mark}", "dim cyan"), soft_wrap=True)
     stdout.print(Padding(text, (0, 0, 0, 5), expand=False))
 
 
@@ -579,35 +625,31 @@ def entity_view(view: Any) -> None:
     """An entity: name, type and summary; its facts as a timeline; its neighbours; the
     documents that mention it."""
     stdout.print(
-        Text.assemble(
-            (f"#{view.id} ", "dim"), (view.name, "bold"), (f"  ({view.type})", "magenta")
-        ),
+        _assemble((f"#{view.id} ", "dim"), (view.name, "bold"), (f"  ({view.type})", "magenta")),
         soft_wrap=True,
     )
     if view.summary:
-        stdout.print(Padding(Text(view.summary), (0, 0, 0, 3), expand=False))
+        stdout.print(Padding(_text(view.summary, lines=True), (0, 0, 0, 3), expand=False))
     stdout.print(Text(f"facts ({len(view.facts)}), oldest first:", style="bold"))
     facts_list(view.facts)
     for fact in view.facts:
         if fact.closed_by:
             stdout.print(
-                Text(
+                _text(
                     f"   #{fact.id} closed by #{fact.closed_by['id']}: "
                     f"{fact.closed_by['reason'] or 'no reason given'}",
-                    style="yellow",
+                    "yellow",
                 ),
                 soft_wrap=True,
             )
     if view.neighbours:
         stdout.print(Text("neighbours:", style="bold"))
         for n in view.neighbours:
-            stdout.print(
-                f"   #{n['id']} {n['name']} ({n['type']}), {n['depth']} away", markup=False
-            )
+            stdout.print(_text(f"   #{n['id']} {n['name']} ({n['type']}), {n['depth']} away"))
     if view.documents:
         stdout.print(Text("documents:", style="bold"))
         for doc in view.documents:
-            stdout.print(f"   #{doc['id']} {doc['source']}", markup=False, soft_wrap=True)
+            stdout.print(_text(f"   #{doc['id']} {doc['source']}"), soft_wrap=True)
 
 
 def entities_table(items: list[Any]) -> None:

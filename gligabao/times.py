@@ -32,4 +32,10 @@ def canonical_time(value: object) -> str | None:
         return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    try:
+        utc = moment.astimezone(timezone.utc)
+    except OverflowError:  # 0001-01-01T00:00+01:00 is before year 1 in UTC
+        return None
+    # The year by hand: strftime("%Y") drops the leading zeros of a year before 1000 on
+    # glibc, and "1-01-01" would neither sort nor read as a date.
+    return f"{utc.year:04d}-" + utc.strftime("%m-%dT%H:%M:%S.%f")[:-3] + "Z"

@@ -146,16 +146,16 @@ def stderr_lines(result: Any) -> list[str]:
 # ------------------------------------------------------------------ reading the database back
 
 
-def rows(sql: str, params: Any = ()) -> list[dict[str, Any]]:
-    conn = open_db(DB)
+def rows(sql: str, params: Any = (), *, db: str = DB) -> list[dict[str, Any]]:
+    conn = open_db(db)
     try:
         return query(conn, sql, params)
     finally:
         conn.close()
 
 
-def count(sql: str, params: Any = ()) -> int:
-    conn = open_db(DB)
+def count(sql: str, params: Any = (), *, db: str = DB) -> int:
+    conn = open_db(db)
     try:
         return int(scalar(conn, sql, params))
     finally:

@@ -22,6 +22,18 @@ saw with ``server.wait_until(...)`` instead of sleeping.
 From a shell (benchmarks, manual use)::
 
     python -m tests.llm_server --port 8765 [--latency 0.3] [--no-structured-outputs]
+    python -m tests.llm_server --slots 2 --token-rate 25 --embed-max-tokens 512
+
+Slow-server mode imitates a local model server (llama.cpp, Ollama, LM Studio): ``slots``
+requests are generated at once, the others wait in a first-in first-out queue that sends
+them nothing (no status line, no headers), and leave it unanswered when their client
+goes away; an answer takes its tokens at ``token_rate`` per second and slot (and its
+prompt at ``prompt_rate``); ``stream: true`` gets server-sent events as they are
+generated, a last one with the usage when ``stream_options.include_usage`` asks. Every
+generation started is in ``generations``, keyed by its request without its transport
+fields, so a test can tell that nothing was generated twice. ``embed_max_tokens`` refuses
+a longer embeddings input as llama.cpp does (HTTP 500 "input (705 tokens) is too large
+to process. increase the physical batch size (current batch size: 512)").
 
 Chat answers are decided by the request's stage: ``response_format.json_schema.name`` when
 the request asks for a JSON schema, otherwise inferred from tags in the last user message
@@ -34,18 +46,20 @@ from __future__ import annotations
 
 import argparse
 import base64
+import collections
 import contextlib
 import hashlib
 import json
 import math
 import re
+import select
 import socket
 import struct
 import sys
 import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -55,12 +69,14 @@ __all__ = [
     "FAULT_KINDS",
     "STAGES",
     "Fault",
+    "Generation",
     "Headers",
     "Hold",
     "LLMServer",
     "RecordedRequest",
     "answer_model",
     "embed_text",
+    "generation_key",
 ]
 
 #: Chat stages the server knows; "embed" is the stage of every embeddings request.
@@ -76,7 +92,22 @@ FAULT_KINDS = (
     "empty",
     "invalid",
     "badjson_body",
+    "deep_json",  # chat: the answer's JSON nested thousands deep
+    "deep_body",  # the whole response body nested thousands deep
+    "surrogates",  # chat: a lone surrogate ("\\udc80") in the answer's first string
+    "cut_stream",  # chat: a streamed answer's connection closed halfway through
+    "nan_vector",  # embeddings: the last vector (a chunk's: its summary's) all NaN
+    "null_vector",  # ...all null (how llama.cpp writes NaN)
+    "zero_vector",  # ...all zeros
+    "huge_vector",  # ...all 1e308 (infinite as float32)
 )
+VECTOR_FAULTS = {
+    "nan_vector": math.nan,
+    "null_vector": None,
+    "zero_vector": 0.0,
+    "huge_vector": 1e308,
+}
+DEEP = 3000  # levels of a deep_json / deep_body answer: past Python's parser, within 4096 tokens
 DATE_SUFFIX = "-2024-07-18"
 DEFAULT_DIMENSIONS = 1536
 MAX_DIMENSIONS = 8192
@@ -87,6 +118,7 @@ _WORD = re.compile(r"\w+")
 _ENTITY = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+[A-Z][a-z]+)*\b")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
 _DATE = re.compile(r"\b(\d{4}-\d{2}-\d{2})\b")
+_RAW_DATE = re.compile(r'\b(when|until)="([^"]*)"')
 _LOWER_WORD = re.compile(r"\b[a-z]+\b")
 _STOP = frozenset(
     """The A An This That These Those It Its In On At By For From To Of With And But Or So If
@@ -188,6 +220,9 @@ def extract_graph(text: str) -> dict[str, Any]:
         words = _LOWER_WORD.findall(between)[:3]
         relation = "_".join(words).upper() if words else "RELATED_TO"
         date = _DATE.search(sentence)
+        # when="..." / until="..." in a sentence: given back as is, as a careless model
+        # writes dates ("yesterday", "2024-13-45").
+        raw = dict(_RAW_DATE.findall(sentence))
         edges.append(
             {
                 "source": a,
@@ -195,8 +230,8 @@ def extract_graph(text: str) -> dict[str, Any]:
                 "relation": relation,
                 "fact": sentence,
                 "quote": _quote(sentence),
-                "valid_at": f"{date.group(1)}T00:00:00Z" if date else None,
-                "invalid_at": None,
+                "valid_at": raw.get("when", f"{date.group(1)}T00:00:00Z" if date else None),
+                "invalid_at": raw.get("until"),
             }
         )
         if len(edges) == 20:
@@ -346,6 +381,30 @@ class Hold:
         return self.waiting >= self.count and (self.until is None or self.until())
 
 
+def generation_key(body: Any) -> str:
+    """A request as what decides its generation: its body without the transport fields
+    (``stream``, ``stream_options``), hashed."""
+    if isinstance(body, dict):
+        body = {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass
+class Generation:
+    """One answer generated (or begun) for a request that had its turn in a slot. ``tokens``
+    is the output generated, all of it when ``finished``; not finished: its client went
+    away first and the generation was stopped."""
+
+    key: str  # generation_key of the request
+    stage: str | None
+    body: Any
+    started: float
+    ended: float | None = None
+    prompt_tokens: int = 0
+    tokens: int = 0
+    finished: bool = False
+
+
 @dataclass
 class RecordedRequest:
     """One request as it arrived. ``ended`` is None while it is being served; ``status`` is
@@ -362,6 +421,8 @@ class RecordedRequest:
     status: int | None = None
     fault: str | None = None
     method: str = "POST"
+    queued: float = 0.0  # seconds it waited for a slot (slow-server mode)
+    dropped: bool = False  # its client went away while it waited: never generated
 
     @property
     def duration(self) -> float | None:
@@ -400,6 +461,26 @@ def _error_body(message: str, type_: str, code: str | None, param: str | None = 
     return json.dumps(body).encode("utf-8")
 
 
+def _deep_body() -> bytes:
+    """A response body nested past what a JSON parser follows."""
+    return b'{"object": "list", "data": ' + b"[" * DEEP + b"]" * DEEP + b"}"
+
+
+def _with_surrogate(answer: Any) -> Any:
+    """``answer`` with a lone surrogate appended to its first string."""
+    pending = [answer]
+    while pending:
+        node = pending.pop(0)
+        items = node.items() if isinstance(node, dict) else enumerate(node)
+        for key, value in items:
+            if isinstance(value, str):
+                node[key] = value + "\udc80"
+                return answer
+            if isinstance(value, dict | list):
+                pending.append(value)
+    return answer
+
+
 def _content_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -408,6 +489,83 @@ def _content_text(content: Any) -> str:
             str(p.get("text", "")) for p in content if isinstance(p, dict) and "text" in p
         )
     return "" if content is None else str(content)
+
+
+# --------------------------------------------------------------------------- streaming
+
+
+def _loads(payload: bytes) -> Any:
+    """An answer of ours read back; None when it is not JSON (a fault's body)."""
+    try:
+        return json.loads(payload)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _gone(conn: socket.socket) -> bool:
+    """Whether the client closed its end of the connection (EOF waiting to be read)."""
+    try:
+        readable, _, _ = select.select([conn], [], [], 0)
+        return bool(readable) and conn.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
+def _tokens_in(seconds: float, per_token: float, most: int) -> int:
+    if not per_token:
+        return most
+    return max(0, min(most, int(seconds / per_token)))
+
+
+def _chunk(handler: _Handler, data: bytes) -> None:
+    """One piece of a chunked HTTP body (b"": the last)."""
+    handler.wfile.write(f"{len(data):X}\r\n".encode() + data + b"\r\n")
+    handler.wfile.flush()
+
+
+class _Events:
+    """A whole chat completion cut into the server-sent events a streaming server sends:
+    one token is 4 characters of content, as the usage counts them."""
+
+    def __init__(self, response: dict[str, Any], body: Any) -> None:
+        self.response = response
+        choice = (response.get("choices") or [{}])[0]
+        self.text = str((choice.get("message") or {}).get("content") or "")
+        self.finish = choice.get("finish_reason")
+        self.tokens = _ceil4(len(self.text))
+        options = body.get("stream_options") if isinstance(body, dict) else None
+        self.usage = isinstance(options, dict) and bool(options.get("include_usage"))
+
+    def _event(self, choices: list[dict[str, Any]], usage: Any = None) -> bytes:
+        chunk = {
+            "id": self.response.get("id"),
+            "object": "chat.completion.chunk",
+            "created": self.response.get("created"),
+            "model": self.response.get("model"),
+            "system_fingerprint": self.response.get("system_fingerprint"),
+            "choices": choices,
+        }
+        if self.usage:
+            chunk["usage"] = usage
+        return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+    def _delta(self, delta: dict[str, Any], finish: str | None = None) -> list[dict[str, Any]]:
+        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]
+
+    def first(self) -> bytes:
+        return self._event(self._delta({"role": "assistant", "content": "", "refusal": None}))
+
+    def content(self, step: int) -> Iterator[tuple[int, bytes]]:
+        """(tokens generated once it is, event) for each ``step`` tokens of content."""
+        for start in range(0, self.tokens, step):
+            piece = self.text[start * 4 : (start + step) * 4]
+            yield min(start + step, self.tokens), self._event(self._delta({"content": piece}))
+
+    def last(self) -> bytes:
+        events = self._event(self._delta({}, self.finish))
+        if self.usage:
+            events += self._event([], self.response.get("usage"))
+        return events + b"data: [DONE]\n\n"
 
 
 # --------------------------------------------------------------------------- the server
@@ -442,6 +600,7 @@ class _Handler(BaseHTTPRequestHandler):
     # and delayed ACKs) on every small answer, time no real server would add.
     disable_nagle_algorithm = True
     server: _HTTPServer
+    answer_begun = False  # the status line of the current answer went out
 
     def setup(self) -> None:
         super().setup()
@@ -487,6 +646,14 @@ class LLMServer:
     ``end_stalls()`` ends it sooner), ``verbose`` (one line per request on stderr, never
     headers). ``hold()`` keeps requests waiting (see `Hold`); ``wait_until()`` waits for
     what the server sees.
+
+    Slow-server mode (see the module docstring): ``slots`` (0: every request at once, no
+    queue), ``token_rate`` and ``prompt_rate`` (tokens per second and slot; 0: at once),
+    ``embed_max_tokens`` (0: no limit); ``streaming`` False refuses ``stream`` and
+    ``takes_stream_options`` False refuses ``stream_options``, as some servers do (400);
+    ``ignores_stream`` answers a streamed request whole, as JSON, as others do.
+    ``generations`` lists every generation begun; ``generated_twice()`` the requests
+    generated more than once; ``max_generating`` the most generated at once.
     """
 
     def __init__(
@@ -497,6 +664,10 @@ class LLMServer:
         latency: float = 0.0,
         structured_outputs: bool = True,
         verbose: bool = False,
+        slots: int = 0,
+        token_rate: float = 0.0,
+        prompt_rate: float = 0.0,
+        embed_max_tokens: int = 0,
     ):
         self.host = host
         self._port = port
@@ -505,11 +676,22 @@ class LLMServer:
         self.old_max_tokens = False
         self.timeout_sleep = 5.0
         self.verbose = verbose
+        self.slots = slots
+        self.token_rate = token_rate
+        self.prompt_rate = prompt_rate
+        self.embed_max_tokens = embed_max_tokens
+        self.streaming = True
+        self.ignores_stream = False
+        self.takes_stream_options = True
         self.faults: list[Fault] = []
         self.holds: list[Hold] = []
         self.requests: list[RecordedRequest] = []
+        self.generations: list[Generation] = []
         self.max_in_flight = 0
         self.in_flight = 0
+        self.generating = 0
+        self.max_generating = 0
+        self._queue: collections.deque[RecordedRequest] = collections.deque()
         # Reentrant, so that a Hold's `until` may call the server's own methods. Notified
         # whenever a request arrives or ends and a hold or a stall changes.
         self._lock = threading.RLock()
@@ -633,10 +815,27 @@ class LLMServer:
         with self._lock:
             return [r for r in self.requests if r.stage == stage]
 
+    def generated_twice(self) -> list[Generation]:
+        """The generations of a request generated before (by its `generation_key`)."""
+        seen: set[str] = set()
+        twice = []
+        with self._lock:
+            for generation in self.generations:
+                if generation.key in seen:
+                    twice.append(generation)
+                seen.add(generation.key)
+        return twice
+
+    def generated_tokens(self) -> int:
+        """Output tokens generated in all, the stopped generations' included."""
+        with self._lock:
+            return sum(g.tokens for g in self.generations)
+
     def reset(self) -> None:
         """Clear faults, holds (opening them), records, counters and the prompt-cache
         history, and end the stalls of "timeout" faults; latency back to 0,
-        structured_outputs back to True, old_max_tokens to False, timeout_sleep to 5.0."""
+        structured_outputs back to True, old_max_tokens to False, timeout_sleep to 5.0,
+        slow-server mode off (no slots, no rates, no embeddings limit, streaming taken)."""
         with self._changed:
             for hold in self.holds:
                 if hold.opened is None:
@@ -646,12 +845,19 @@ class LLMServer:
             self._changed.notify_all()
             self.faults.clear()
             self.requests.clear()
+            self.generations.clear()
             self._first_contents.clear()
             self.max_in_flight = self.in_flight
+            self.max_generating = self.generating
             self.latency = 0.0
             self.structured_outputs = True
             self.old_max_tokens = False
             self.timeout_sleep = 5.0
+            self.slots = 0
+            self.token_rate = self.prompt_rate = 0.0
+            self.embed_max_tokens = 0
+            self.streaming = self.takes_stream_options = True
+            self.ignores_stream = False
 
     # ---- serving
 
@@ -673,17 +879,12 @@ class LLMServer:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
             self._changed.notify_all()
-        status, headers, payload = 500, {}, b""
-        try:
-            self._hold(path, raw)
-            status, headers, payload = self._process(method, path, raw, record)
-        except Exception as exc:  # a bug here: say so to the client and on stderr
-            traceback.print_exc()
-            status, headers = 500, {}
-            payload = _error_body(f"llm_server bug: {exc!r}", "server_error", "test_server_bug")
-        finally:
-            # Book-keeping happens before the answer goes out, so a client that has its answer
-            # sees its request counted.
+
+        def finish(status: int) -> None:
+            # Book-keeping happens before the answer goes out (its last part, when it is
+            # streamed), so a client that has its answer sees its request counted. Once.
+            if record.status is not None:
+                return
             with self._changed:
                 self.in_flight -= 1
                 record.ended = time.monotonic()
@@ -692,20 +893,47 @@ class LLMServer:
             if self.verbose:
                 print(
                     f"{method} {path} stage={record.stage} status={status} "
-                    f"fault={record.fault} {record.ended - started:.3f}s",
+                    f"fault={record.fault} queued={record.queued:.3f}s "
+                    f"{record.ended - started:.3f}s",
                     file=sys.stderr,
                     flush=True,
                 )
-        if status == 0:  # a timeout fault outlived the server: send nothing
-            handler.close_connection = True
-            return
-        self._send(handler, status, headers, payload)
+
+        status, headers, payload = 500, {}, b""
+        handler.answer_begun = False
+        try:
+            try:
+                self._hold(path, raw)
+                status, headers, payload = self._process(method, path, raw, record)
+                if status == 200 and method == "POST" and record.stage is not None:
+                    self._deliver(handler, record, headers, payload, finish)
+                    return
+            except Exception as exc:  # a bug here: say so to the client and on stderr
+                traceback.print_exc()
+                status, headers = 500, {}
+                payload = _error_body(f"llm_server bug: {exc!r}", "server_error", "test_server_bug")
+                if handler.answer_begun:  # part of an answer went out already
+                    handler.close_connection = True
+                    return
+            finish(status)
+            if status == 0:  # a timeout fault outlived the server: send nothing
+                handler.close_connection = True
+                return
+            self._send(handler, status, headers, payload)
+        finally:
+            finish(0)  # nothing was sent, if nothing said otherwise
 
     @staticmethod
-    def _send(handler: _Handler, status: int, headers: dict[str, str], payload: bytes) -> None:
+    def _send(
+        handler: _Handler,
+        status: int,
+        headers: dict[str, str],
+        payload: bytes,
+        kind: str = "application/json",
+    ) -> None:
         try:
             handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Type", kind)
             handler.send_header("Content-Length", str(len(payload)))
             for key, value in headers.items():
                 handler.send_header(key, value)
@@ -714,6 +942,177 @@ class LLMServer:
             handler.wfile.flush()
         except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
             handler.close_connection = True  # the client went away (e.g. it timed out)
+
+    # ---- slow-server mode: slots, a queue, paced and streamed answers
+
+    def _deliver(
+        self,
+        handler: _Handler,
+        record: RecordedRequest,
+        headers: dict[str, str],
+        payload: bytes,
+        finish: Callable[[int], None],
+    ) -> None:
+        """A chat or embeddings answer as a model server gives it: after its turn in a
+        slot, at the token rates, streamed when asked; nothing when its client left."""
+        if not self._take_slot(handler, record):
+            finish(0)
+            handler.close_connection = True
+            return
+        try:
+            response = _loads(payload)
+            usage = response.get("usage") if isinstance(response, dict) else None
+            prompt = int((usage or {}).get("prompt_tokens") or 0)
+            output = int((usage or {}).get("completion_tokens") or 0)
+            generation = Generation(
+                generation_key(record.body),
+                record.stage,
+                record.body,
+                time.monotonic(),
+                None,
+                prompt,
+            )
+            with self._changed:
+                self.generations.append(generation)
+            stream = isinstance(record.body, dict) and bool(record.body.get("stream"))
+            stream = stream and not self.ignores_stream
+            if stream and isinstance(response, dict) and "choices" in response:
+                done = self._stream(handler, record, headers, response, generation, finish)
+            else:
+                kind = "application/json"
+                if stream:  # a fault's body that is no answer, as the one event it sends
+                    payload, kind = b"data: " + payload + b"\n\n", "text/event-stream"
+                done = self._paced_whole(
+                    handler, headers, payload, generation, output, finish, kind
+                )
+            generation.finished = done
+        finally:
+            self._free_slot()
+
+    def _take_slot(self, handler: _Handler, record: RecordedRequest) -> bool:
+        """Wait, sending nothing, for this request's turn and a free slot (first in, first
+        out); False when its client went away meanwhile: it is dropped, never generated."""
+        arrived = time.monotonic()
+        with self._changed:
+            self._queue.append(record)
+            try:
+                while True:
+                    if self._stopping.is_set():
+                        return False
+                    if self._queue[0] is record and (
+                        not self.slots or self.generating < self.slots
+                    ):
+                        self._queue.popleft()
+                        self.generating += 1
+                        self.max_generating = max(self.max_generating, self.generating)
+                        return True
+                    if _gone(handler.connection):
+                        record.dropped = True
+                        return False
+                    self._changed.wait(0.02)
+            finally:
+                record.queued = time.monotonic() - arrived
+                if record in self._queue:
+                    self._queue.remove(record)
+                self._changed.notify_all()
+
+    def _free_slot(self) -> None:
+        with self._changed:
+            self.generating -= 1
+            self._changed.notify_all()
+
+    def _pace(self, handler: _Handler, until: float) -> bool:
+        """Wait until the monotonic time ``until``; False when the client went away (or
+        the server is stopping) first."""
+        while (left := until - time.monotonic()) > 0:
+            if self._stopping.wait(min(left, 0.02)) or _gone(handler.connection):
+                return False
+        return not self._stopping.is_set()
+
+    def _times(self, prompt: int, output: int) -> tuple[float, float]:
+        """Seconds for a prompt of ``prompt`` tokens, and per output token."""
+        per_prompt = prompt / self.prompt_rate if self.prompt_rate else 0.0
+        per_token = 1.0 / self.token_rate if self.token_rate else 0.0
+        return per_prompt, per_token
+
+    def _paced_whole(
+        self,
+        handler: _Handler,
+        headers: dict[str, str],
+        payload: bytes,
+        generation: Generation,
+        output: int,
+        finish: Callable[[int], None],
+        kind: str = "application/json",
+    ) -> bool:
+        """Generate it all, then send it whole (a request without ``stream``)."""
+        prompt_time, per_token = self._times(generation.prompt_tokens, output)
+        begun = time.monotonic()
+        done = self._pace(handler, begun + prompt_time + output * per_token)
+        elapsed = time.monotonic() - begun - prompt_time
+        generation.tokens = output if done else _tokens_in(elapsed, per_token, output)
+        generation.ended = time.monotonic()
+        if not done:
+            finish(0)
+            handler.close_connection = True
+            return False
+        finish(200)
+        self._send(handler, 200, headers, payload, kind)
+        return True
+
+    def _stream(
+        self,
+        handler: _Handler,
+        record: RecordedRequest,
+        headers: dict[str, str],
+        response: dict[str, Any],
+        generation: Generation,
+        finish: Callable[[int], None],
+    ) -> bool:
+        """The answer as server-sent events, as the tokens are generated: a first event
+        once the prompt is read, a few tokens an event, the finish reason, the usage when
+        asked for, then [DONE]. Stops when the client goes away."""
+        events = _Events(response, record.body)
+        prompt_time, per_token = self._times(generation.prompt_tokens, events.tokens)
+        begun = time.monotonic()
+        if not self._pace(handler, begun + prompt_time):
+            generation.ended = time.monotonic()
+            finish(0)
+            handler.close_connection = True
+            return False
+        try:
+            handler.send_response(200)
+            handler.answer_begun = True
+            handler.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            handler.send_header("Cache-Control", "no-cache")
+            handler.send_header("Transfer-Encoding", "chunked")
+            for key, value in headers.items():
+                handler.send_header(key, value)
+            handler.end_headers()
+            first = time.monotonic()
+            _chunk(handler, events.first())
+            step = max(1, math.ceil(0.02 / per_token)) if per_token else 64
+            for done_tokens, event in events.content(step):
+                if record.fault == "cut_stream" and done_tokens > events.tokens // 2:
+                    raise ConnectionAbortedError("cut_stream fault")
+                if not self._pace(handler, first + done_tokens * per_token):
+                    generation.tokens = done_tokens
+                    generation.ended = time.monotonic()
+                    finish(0)
+                    handler.close_connection = True
+                    return False
+                _chunk(handler, event)
+            generation.tokens = events.tokens
+            generation.ended = time.monotonic()
+            finish(200)
+            _chunk(handler, events.last())
+            _chunk(handler, b"")  # the end of a chunked body
+        except (BrokenPipeError, ConnectionResetError, ConnectionAbortedError, OSError):
+            generation.ended = generation.ended or time.monotonic()
+            finish(0)
+            handler.close_connection = True
+            return False
+        return True
 
     def _sleep(self, seconds: float) -> bool:
         """Sleep; False when the server is stopping."""
@@ -987,9 +1386,22 @@ class LLMServer:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise _Reply(400, "you must provide a model parameter", "invalid_request_error")
-        if body.get("stream"):
+        if body.get("stream") and not self.streaming:
             raise _Reply(
                 400, "streaming is not supported by the test server", "invalid_request_error"
+            )
+        if "stream_options" in body and not self.takes_stream_options:
+            raise _Reply(
+                400,
+                "Unrecognized request argument supplied: stream_options",
+                "invalid_request_error",
+            )
+        if body.get("stream_options") is not None and not body.get("stream"):
+            raise _Reply(
+                400,
+                "The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                "invalid_request_error",
+                "invalid_value",
             )
         stage = self._stage(body, messages)
         record.stage = stage
@@ -1018,11 +1430,19 @@ class LLMServer:
                 return early
             if fault.kind == "timeout" and not self._stall(float(self.timeout_sleep)):
                 return 0, headers, b""
+            if fault.kind == "deep_body":
+                return 200, headers, _deep_body()
 
         answer = self._answer(stage, messages)
         content = json.dumps(answer, ensure_ascii=False)
         finish = "stop"
-        if fault is not None and fault.kind == "malformed":
+        if fault is not None and fault.kind == "deep_json":
+            first_key = next(iter(answer), "entities")
+            content = '{"' + first_key + '": ' + "[" * DEEP + "]" * DEEP + "}"
+        elif fault is not None and fault.kind == "surrogates":
+            # As a model writes half an emoji: the escape of a lone surrogate, in JSON.
+            content = json.dumps(_with_surrogate(answer))
+        elif fault is not None and fault.kind == "malformed":
             first_key = next(iter(answer), "entities")
             content = '{"' + first_key + '": ['
         elif fault is not None and fault.kind == "truncated":
@@ -1079,6 +1499,18 @@ class LLMServer:
 
     # ---- embeddings
 
+    def _too_large(self, inputs: list[str]) -> None:
+        """llama.cpp's refusal of an input larger than its batch (embed_max_tokens)."""
+        for text in inputs:
+            tokens = _ceil4(len(text))
+            if self.embed_max_tokens and tokens > self.embed_max_tokens:
+                raise _Reply(
+                    500,
+                    f"input ({tokens} tokens) is too large to process. increase the physical "
+                    f"batch size (current batch size: {self.embed_max_tokens})",
+                    "server_error",
+                )
+
     def _embeddings(
         self, body: dict[str, Any], record: RecordedRequest, headers: dict[str, str], seq: int
     ) -> tuple[int, dict[str, str], bytes]:
@@ -1125,6 +1557,9 @@ class LLMServer:
                 return 0, headers, b""
             if fault.kind in ("malformed", "invalid"):
                 return 200, headers, json.dumps({"unexpected": True}).encode()
+            if fault.kind == "deep_body":
+                return 200, headers, _deep_body()
+        self._too_large(inputs)
 
         data = []
         for index, text in enumerate(inputs):
@@ -1140,6 +1575,10 @@ class LLMServer:
             data = []
         elif fault is not None and fault.kind == "truncated":
             data = data[: len(data) // 2]
+        elif fault is not None and fault.kind in VECTOR_FAULTS:
+            # In floats whatever the format asked (as servers that ignore it do): NaN as
+            # Python writes it, null as llama.cpp writes NaN, 1e308 beyond float32.
+            data[-1]["embedding"] = [VECTOR_FAULTS[fault.kind]] * dims
         tokens = _ceil4(sum(len(t) for t in inputs))
         response = {
             "object": "list",
@@ -1164,6 +1603,14 @@ def main(argv: list[str] | None = None) -> None:
         help="refuse response_format json_schema and wrap answers in <think> + code fences",
     )
     parser.add_argument("--verbose", action="store_true", help="one line per request on stderr")
+    slow = parser.add_argument_group("slow-server mode (as llama.cpp, Ollama, LM Studio)")
+    slow.add_argument("--slots", type=int, default=0, help="answers generated at once")
+    slow.add_argument("--token-rate", type=float, default=0.0, help="output tokens/s per slot")
+    slow.add_argument("--prompt-rate", type=float, default=0.0, help="prompt tokens/s per slot")
+    slow.add_argument(
+        "--embed-max-tokens", type=int, default=0, help="refuse longer embeddings inputs (500)"
+    )
+    slow.add_argument("--no-streaming", action="store_true", help="refuse stream: true (400)")
     args = parser.parse_args(argv)
     server = LLMServer(
         args.host,
@@ -1171,7 +1618,12 @@ def main(argv: list[str] | None = None) -> None:
         latency=args.latency,
         structured_outputs=not args.no_structured_outputs,
         verbose=args.verbose,
+        slots=args.slots,
+        token_rate=args.token_rate,
+        prompt_rate=args.prompt_rate,
+        embed_max_tokens=args.embed_max_tokens,
     )
+    server.streaming = not args.no_streaming
     server.start()
     print(server.base_url, flush=True)
     server.serve_forever()

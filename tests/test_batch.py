@@ -411,18 +411,10 @@ def test_a_batch_ends_with_a_summary_line_of_counts(gb_cli, online) -> None:
 # ------------------------------------------------------------------ the same file twice at once
 
 
-def test_two_runs_of_one_file_at_once_leave_one_current_version(online) -> None:
-    """What two cron processes do when both start on the same file, in one event loop."""
+def test_two_runs_of_one_file_at_once_store_it_once(online) -> None:
+    """What two cron processes do when both start on the same file, in one event loop:
+    the second waits for the first's claim on the text and finds it stored whole."""
     path = write("shared.md", story(9, paragraphs=4))
-    # Both fetch together, as two processes started together by cron do: the first
-    # extraction of each waits in the server until the other's is there too.
-    held = online.hold(
-        Hold(
-            count=2,
-            select=lambda stage, text: stage == "extract_graph" and "Report 9." in text,
-            timeout=10,
-        )
-    )
     config = load_config(None, {"concurrency": 16})
     conn = open_db(DB)
     results: list[Result] = []
@@ -431,11 +423,10 @@ def test_two_runs_of_one_file_at_once_leave_one_current_version(online) -> None:
         remember_all(conn, names, config, LLM(config), Options(), results.append)
     finally:
         conn.close()
-    assert sorted(r.status for r in results) == ["remembered", "remembered"]
-    assert held.opened
-    assert len(documents()) == 2  # both stored a version of their own
-    current = current_by_source()
-    assert list(current) == [absolute("shared.md")]
+    assert sorted(r.status for r in results) == ["remembered", "unchanged"]
+    (doc,) = documents()
+    assert online.calls("extract_graph") == doc["chunk_count"] > 1  # each chunk once
+    assert list(current_by_source()) == [absolute("shared.md")]
     assert_documents_complete()
 
 

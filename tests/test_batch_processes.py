@@ -139,6 +139,21 @@ def test_a_process_with_bad_inputs_stores_the_good_ones_and_exits_4(server) -> N
 # ------------------------------------------------------------------ two writers at once
 
 
+def watch_stderr(proc: subprocess.Popen[bytes], needle: str) -> tuple[threading.Event, list[str]]:
+    """Collect ``proc``'s stderr lines as they come; the event is set at the first line
+    holding ``needle``."""
+    seen, lines = threading.Event(), []
+
+    def read() -> None:
+        for raw in proc.stderr or ():
+            lines.append(raw.decode())
+            if needle in lines[-1]:
+                seen.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    return seen, lines
+
+
 def test_two_processes_on_one_database_both_finish_with_everything_stored(
     server, gb_cli, monkeypatch
 ) -> None:
@@ -147,14 +162,14 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
     two = [str(write(f"two/b{i}.md", story(700 + i, paragraphs=2))) for i in range(5)]
     write("shared.md", story(800, paragraphs=4))
     server.latency = 0.02
-    # Both processes start on shared.md (named first) before either has stored any of it:
-    # its first extraction waits in the server until both of them have asked for it, and
-    # until each has stored a document of its own folder meanwhile. (One process starting
-    # on a document the other is half-way through storing is the test below.)
+    # Both processes start on shared.md (named first): one claims it, and its first
+    # extraction waits in the server until each process has stored a document of its own
+    # folder meanwhile; the other waits for that claim while it works on its folder, and
+    # then finds shared.md stored whole. (One process starting on a document the other is
+    # half-way through storing is the test below.)
     own = [{absolute(name) for name in names} for names in (one, two)]
     held = server.hold(
         Hold(
-            count=2,
             select=lambda stage, text: stage == "extract_graph" and "Report 800." in text,
             until=lambda: all(complete_sources() & mine for mine in own),
         )
@@ -167,22 +182,24 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
 
     for code, _, err in ended:
         assert code == 0, err
-    assert held.opened and held.most == 2
+    assert held.opened
     seen = [statuses(out) for _, out, _ in ended]
-    assert seen[0] == dict.fromkeys(["shared.md", *one], "remembered")
-    assert seen[1] == dict.fromkeys(["shared.md", *two], "remembered")
+    assert seen[0] == {"shared.md": seen[0]["shared.md"], **dict.fromkeys(one, "remembered")}
+    assert seen[1] == {"shared.md": seen[1]["shared.md"], **dict.fromkeys(two, "remembered")}
+    assert sorted(s["shared.md"] for s in seen) == ["remembered", "unchanged"]
     # They did write the database at the same time: each stored a document of its folder
-    # before the other stored its copy of shared.md (ids are handed out in write order).
-    copies = [d["id"] for d in documents() if d["source"] == absolute("shared.md")]
+    # before shared.md was stored (ids are handed out in write order).
+    (copy,) = [d["id"] for d in documents() if d["source"] == absolute("shared.md")]
     firsts = [min(d["id"] for d in documents() if d["source"] in mine) for mine in own]
-    assert len(copies) == 2 and min(copies) > max(firsts)
+    assert copy > max(firsts)
+    assert server.calls("extract_graph") == sum(d["chunk_count"] or 1 for d in documents())
 
     assert_database_sound()
     vectors = assert_indexes_complete(gb_cli)
     assert vectors["entities"] > 0 and vectors["edges"] > 0
     stored = {d["source"]: d for d in documents() if d["status"] == "complete"}
     assert set(stored) == {absolute(name) for name in ["shared.md", *one, *two]}
-    for doc in documents():  # both copies of shared.md included
+    for doc in documents():
         assert (doc["status"], doc["pending"]) == ("complete", "")
         chunks = count(
             "SELECT count(*) FROM gb_artifacts WHERE parent_id = ? AND kind <> 'chunk_summary'",
@@ -191,23 +208,32 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
         assert chunks == doc["chunk_count"] > 1
 
 
-def test_a_second_process_on_a_document_being_stored_leaves_it_whole(server) -> None:
+def test_a_second_process_on_a_document_being_stored_waits_and_finds_it_whole(server) -> None:
     text = story(900, paragraphs=6)
     write("long.md", text)
     last = text.rstrip().rsplit(". ", 1)[1]  # the last sentence: in the last chunk only
     # The first process waits on the last chunk's embeddings, its parent and the chunks
     # before stored; the second starts on the same file meanwhile, and the server lets
-    # both go on once the second has got as far (it asks for the same embeddings).
-    held = server.hold(Hold(count=2, select=lambda stage, text: stage == "embed" and last in text))
+    # the first go on once the second has said that it waits for it.
+    said = threading.Event()
+    held = server.hold(
+        Hold(select=lambda stage, text: stage == "embed" and last in text, until=said.is_set)
+    )
     first = start(server, "remember", "long.md", "--json")
     wait_for(lambda: held.waiting == 1 and stored_chunks() > 0, first)
     second = start(server, "remember", "long.md", "--json")
+    waiting, lines = watch_stderr(second, "waiting")
+    waiting.wait(timeout=30)
+    said.set()
 
-    results = [finish(second), finish(first)]
+    out = second.stdout.read().decode() if second.stdout else ""
+    second.wait(timeout=60)
+    code, _, err = finish(first)
 
-    for code, _, err in results:
-        assert code == 0, err
-    assert held.opened  # the second did start on it while the first was storing it
+    assert code == 0, err
+    assert second.returncode == 0, lines
+    assert held.opened  # the first stayed halfway until the second waited for it
+    assert statuses(out) == {"long.md": "unchanged"}
     assert_database_sound()
     (doc,) = documents()
     assert doc["status"] == "complete"

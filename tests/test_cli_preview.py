@@ -320,7 +320,10 @@ EXIT_CODE_HELP = {
     ExitCode.PARTIAL: "partial",
     ExitCode.CONFIG: "configuration error",
     ExitCode.DATABASE: "database unusable",
+    ExitCode.HANGUP: "hung up",
     ExitCode.INTERRUPTED: "interrupted",
+    ExitCode.OUTPUT_CLOSED: "output closed",
+    ExitCode.TERMINATED: "terminated",
 }
 
 

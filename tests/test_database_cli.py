@@ -240,24 +240,40 @@ def test_the_readme_exit_codes_match_what_gb_does(gb_cli, server, monkeypatch) -
     server.add_fault(Fault("500", stage="extract_graph", times=-1))
     exits(1, "remember", "long.txt", "--chunk-size", "64")  # a call failed
 
-    # Interrupted: a real process, sent SIGINT while it waits for the server.
+    # Interrupted: a real process, sent a signal while it waits for the server.
     server.clear_faults()
     server.latency = 30
     Path("other.txt").write_text(TEXT * 3)
-    asked = len(server.requests)
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        asked = len(server.requests)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gligabao", "remember", "other.txt", "--chunk-size", "64"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 60
+        while len(server.requests) == asked and proc.poll() is None:
+            assert time.monotonic() < deadline, "gb never sent a request"
+            time.sleep(0.01)
+        proc.send_signal(signum)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 128 + signum, err.decode()
+        seen[128 + signum] = f"remember, then {signum.name}"
+
+    # The reader of the output gone: `gb chunk-preview --json ... | head -c 100`.
+    names = [f"n{i}.txt" for i in range(300)]
+    for name in names:
+        Path(name).write_text(TEXT * 3)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "gligabao", "remember", "other.txt", "--chunk-size", "64"],
+        [sys.executable, "-m", "gligabao", "chunk-preview", "--json", *names],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 60
-    while len(server.requests) == asked and proc.poll() is None:
-        assert time.monotonic() < deadline, "gb never sent a request"
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err.decode()
-    seen[130] = "remember, then SIGINT"
+    assert proc.stdout is not None
+    proc.stdout.read(100)
+    proc.stdout.close()
+    assert proc.wait(timeout=60) == 141
+    seen[141] = "chunk-preview | head -c 100"
 
     assert set(table) == set(seen)
     assert "gb status" in table[1] and "gb status" in table[3]

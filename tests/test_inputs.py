@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gligabao.inputs import MAX_BYTES
+from tests.privileges import as_user, permissions_apply
 
 MIB = 1_048_576
 GOOD = "A good file.\n\nIt has two paragraphs, and it is read without complaint.\n"
@@ -189,17 +190,31 @@ def test_crlf_offsets_slice_the_file_bytes(gb_cli) -> None:
     assert chunks[-1]["end_offset"] == len(data)
 
 
-def test_permission_denied_message_even_as_root(gb_cli, monkeypatch) -> None:
-    """The same refusal where chmod cannot show it (root): opening raises EACCES."""
-    Path("secret.txt").write_text(GOOD)
+@pytest.mark.skipif(
+    os.name != "posix" or not permissions_apply(),
+    reason="file modes cannot be enforced here (root whose capabilities cannot be dropped)",
+)
+def test_permission_denied_message_even_as_root() -> None:
+    """The same refusal where chmod alone cannot show it (root): a real process that file
+    modes apply to (tests/privileges.py)."""
+    import subprocess
+    import sys
 
-    def denied(self, *args, **kwargs):
-        raise PermissionError(13, "Permission denied", str(self))
-
-    monkeypatch.setattr(Path, "open", denied)
-    result = gb_cli("chunk-preview", "secret.txt")
-    assert result.exit_code == 3
-    assert one_line(result.stderr) == "gb: secret.txt: cannot be read: permission denied"
+    path = Path("secret.txt")
+    path.write_text(GOOD)
+    path.chmod(0)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "gligabao", "chunk-preview", "secret.txt"],
+            capture_output=True,
+            preexec_fn=as_user,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        path.chmod(0o644)
+    assert done.returncode == 3
+    assert one_line(done.stderr) == "gb: secret.txt: cannot be read: permission denied"
 
 
 def test_no_input_on_a_terminal_is_a_usage_error_not_a_hang() -> None:

@@ -380,15 +380,34 @@ def test_unreachable_server(srv: LLMServer) -> None:
 # ------------------------------------------------------------------ bad answers
 
 
-def test_truncated_answer_is_an_error_and_not_retried(srv: LLMServer) -> None:
+def test_a_truncated_answer_is_asked_once_more_then_is_an_error(srv: LLMServer) -> None:
     srv.add_fault(Fault(kind="truncated", stage="summarize_chunk", times=-1))
     with pytest.raises(LLMError) as caught:
         run(chat(make_llm(srv), summarize_chunk_request(CHUNK)))
     assert str(caught.value) == (
         "summarize_chunk (gpt-4o-mini): the answer was cut off (finish_reason length)"
     )
-    assert caught.value.inference is not None  # the tokens were spent all the same
-    assert len(srv.requests) == 1
+    assert caught.value.cut_off
+    assert len(srv.requests) == 2  # a sampling model may end its second answer well
+    first, second = srv.requests
+    assert caught.value.inference.output_tokens > 0  # both answers were paid for
+    assert first.body == second.body
+
+
+def test_a_truncated_answer_then_a_whole_one_is_the_answer(srv: LLMServer) -> None:
+    srv.add_fault(Fault(kind="truncated", stage="summarize_chunk", times=1))
+    answer = run(chat(make_llm(srv), summarize_chunk_request(CHUNK)))
+    assert answer.value["summary"].strip()
+    assert len(srv.requests) == 2
+
+
+def test_a_truncated_resolve_answer_is_not_asked_again(srv: LLMServer) -> None:
+    """The pipeline asks again for a cut-off resolve batch in two halves instead."""
+    srv.add_fault(Fault(kind="truncated", stage="resolve", times=-1))
+    request = resolve_request(ITEMS)
+    with pytest.raises(LLMError) as caught:
+        run(chat(make_llm(srv), request))
+    assert caught.value.cut_off and len(srv.requests) == 1
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,14 @@
-"""The typer app, and how every command turns errors into one line and an exit code."""
+"""The typer app, and how every command turns errors into one line and an exit code:
+its GbErrors, a signal (SIGTERM and SIGHUP handled as SIGINT), and a standard output
+that cannot be written (a full disk: one line; a reader gone, as `| head` does: quiet)."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
+import signal
+import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -10,7 +16,7 @@ import typer
 
 from gligabao import __version__, render
 from gligabao.config import Config, load_config
-from gligabao.errors import ExitCode, GbError
+from gligabao.errors import ExitCode, GbError, Interrupted, OutputClosed, OutputError
 
 HELP = """\
 gb cuts documents into chunks, extracts a temporal knowledge graph from them with an
@@ -30,11 +36,14 @@ Examples:
 """
 
 EPILOG = """\
-Exit codes: 0 success; 1 failure while working (LLM, network, store), or gb status:
-a file not in sync; 2 usage error; 3 an input was refused (too large, empty, not UTF-8,
-NUL bytes, missing); 4 partial: some inputs failed or were left by --max-cost, the
-others succeeded; 5 configuration error; 6 database unusable (locked, not a database,
-another program's) or none yet (only gb remember creates one); 130 interrupted.
+Exit codes: 0 success; 1 failure while working (LLM, network, store, writing the
+output), or gb status: a file not in sync; 2 usage error; 3 an input was refused (too
+large, empty, not UTF-8, NUL bytes, missing, a FIFO or a device); 4 partial: some inputs
+failed or were left by --max-cost, the others succeeded; 5 configuration error; 6
+database unusable (locked, not a database, another program's, read-only for a command
+that writes, a full disk) or none yet (only gb remember creates one); 129 hung up
+(SIGHUP), 130 interrupted (SIGINT), 143 terminated (SIGTERM): what was stored is kept,
+run the same command again to continue; 141 output closed (its reader went away).
 """
 
 app = typer.Typer(
@@ -58,18 +67,95 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
         @functools.wraps(func)
         def run(*args: Any, **kw: Any) -> Any:
             try:
-                return func(*args, **kw)
+                try:
+                    return func(*args, **kw)
+                finally:
+                    sys.stdout.flush()  # what is still buffered fails here, not at exit
+            except OutputClosed:
+                raise typer.Exit(int(ExitCode.OUTPUT_CLOSED)) from None  # `| head`: quiet
             except GbError as exc:
-                render.error(str(exc))
+                _say(str(exc))
                 raise typer.Exit(int(exc.exit_code)) from None
             except KeyboardInterrupt:
-                render.error("interrupted")
-                raise typer.Exit(int(ExitCode.INTERRUPTED)) from None
+                stopped = interrupted("")
+                _say(str(stopped))
+                raise typer.Exit(int(stopped.exit_code)) from None
 
         app.command(name, **kwargs)(run)
         return func
 
     return register
+
+
+def _say(message: str) -> None:
+    """One line on stderr, unless stderr is gone too (a closed terminal after SIGHUP)."""
+    with contextlib.suppress(OSError):
+        render.error(message)
+
+
+# ---- signals: SIGTERM and SIGHUP end a run as SIGINT does
+
+_received: list[int] = []
+
+
+def interrupted(detail: str) -> Interrupted:
+    """The error for a run stopped by the signal received (SIGINT if none was seen
+    here); `detail` says what was kept and how to go on."""
+    signum = _received[0] if _received else signal.SIGINT
+    name = signal.Signals(signum).name
+    return Interrupted(f"interrupted by {name}{': ' + detail if detail else ''}", signum)
+
+
+def _as_sigint(signum: int, frame: Any) -> None:
+    """SIGTERM or SIGHUP handled exactly as SIGINT is: by the handler SIGINT has now
+    (asyncio's, which cancels the run so that it unwinds, rolling back an unfinished
+    chunk's transaction), or by raising KeyboardInterrupt."""
+    _received.append(signum)
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:  # SIGINT ignored (a background job): stop all the same
+        raise KeyboardInterrupt
+
+
+def _forward_signals() -> None:
+    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        # One ignored on purpose (nohup, a supervisor) stays ignored.
+        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
+            signal.signal(signum, _as_sigint)
+
+
+# ---- standard output: a write that fails is one line, not a traceback at exit
+
+
+class _GuardedStdout:
+    """sys.stdout, whose write errors are OutputError (OutputClosed for EPIPE). After
+    one, the stream writes to /dev/null: the interpreter's last flush cannot fail again."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as exc:
+            raise self._broken(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            raise self._broken(exc) from None
+
+    def _broken(self, exc: OSError) -> OutputError:
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self._stream.fileno())
+            os.close(devnull)
+        return OutputClosed(exc) if isinstance(exc, BrokenPipeError) else OutputError(exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _version(value: bool) -> None:
@@ -88,6 +174,9 @@ def _root(
 
 
 def main() -> None:
+    _forward_signals()
+    if sys.stdout is not None:
+        sys.stdout = _GuardedStdout(sys.stdout)
     app()
 
 

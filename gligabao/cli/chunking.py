@@ -59,14 +59,15 @@ def chunk_preview(
             render.error(str(exc))
             failed += 1
             continue
-        result = cut(source.text, settings, None if name == STDIN else name)
+        shown = source.name  # a name's non-UTF-8 bytes escaped, printable
+        result = cut(source.text, settings, None if name == STDIN else shown)
         if as_json:
             situating: dict[int, str] = {}
             if database is not None and name != STDIN and result.chunked:
                 situating, database = _stored_contexts(config, database, source, result)
-            render.json_line(render.chunk_preview_json(name, result, situating))
+            render.json_line(render.chunk_preview_json(shown, result, situating))
         else:
-            render.chunk_preview_table(name, result, settings)
+            render.chunk_preview_table(shown, result, settings)
     if failed:
         code = ExitCode.BAD_INPUT if failed == len(names) else ExitCode.PARTIAL
         raise typer.Exit(int(code))

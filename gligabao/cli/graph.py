@@ -11,7 +11,7 @@ import typer
 from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, open_dataset
-from gligabao.errors import GbError, UsageError
+from gligabao.errors import GbError
 
 
 @command("facts")
@@ -44,8 +44,9 @@ def facts_command(
     """
     from gligabao.facts import facts, find_entities
 
-    if limit <= 0:
-        raise UsageError(f"--limit must be positive, not {limit}")
+    options.count("--limit", limit)
+    query = options.query_text(query, optional=True)
+    about = options.query_text(about, optional=True, what="--about name")
     at_time, known_time = options.iso_time("--at", at), options.iso_time("--known-at", known_at)
     config, conn, found = open_dataset(config_path, db, dataset)
     entity_ids = [e["id"] for e in find_entities(conn, found, about)] if about else None
@@ -95,8 +96,8 @@ def entity_command(
     """
     from gligabao.facts import entity
 
-    if depth < 0:
-        raise UsageError(f"--depth must be 0 or more, not {depth}")
+    options.count("--depth", depth, low=0)
+    name = options.query_text(name, optional=False, what="name")
     at_time = options.iso_time("--at", at)
     config, conn, found = open_dataset(config_path, db, dataset)
     vector = _query_vector(config, conn, found, name, "entities", quiet=True)
@@ -123,8 +124,8 @@ def entities_command(
     """
     from gligabao.facts import entities
 
-    if limit <= 0:
-        raise UsageError(f"--limit must be positive, not {limit}")
+    options.count("--limit", limit)
+    query = options.query_text(query, optional=True)
     config, conn, found = open_dataset(config_path, db, dataset)
     vector = _query_vector(config, conn, found, query, "entities") if query else None
     shown = entities(

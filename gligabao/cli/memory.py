@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store
+from gligabao.cli.app import command, configure, interrupted, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.discover import discover
-from gligabao.errors import ConfigError, UsageError
-from gligabao.inputs import STDIN
+from gligabao.errors import ConfigError, Interrupted, UsageError
+from gligabao.inputs import STDIN, shown_name
+
+if TYPE_CHECKING:
+    from gligabao.pipeline.batch import Tally
 
 
 @command("remember")
@@ -89,6 +94,7 @@ def remember_command(
       cat mail.txt | gb remember - --session inbox
       find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
+    options.amount("--max-cost", max_cost)  # nan would pass min=0 and disable the budget
     flags: dict[str, object] = {
         "database": db,
         "dataset": dataset,
@@ -115,6 +121,7 @@ def remember_command(
         reference_time=options.iso_time("--reference-time", reference_time) or valid,
         trace=trace,
         force=force,
+        on_notice=None if quiet else render.notice,
     )
     if not paths and not files_from and sys.stdin.isatty():
         raise UsageError("no input: name a PATH, or pipe text into `gb remember -`")
@@ -127,7 +134,7 @@ def remember_command(
     )
     if not quiet:
         for skipped in found.skipped:
-            render.notice(f"skipped {skipped.path}: {skipped.reason}")
+            render.notice(f"skipped {shown_name(skipped.path)}: {skipped.reason}")
     budget = None
     if max_cost is not None:
         budget = Budget(config, max_cost)
@@ -144,6 +151,8 @@ def remember_command(
     with render.BatchProgress(tally, enabled=batch and not quiet) as progress:
 
         def report(result: Result) -> None:
+            # A file name's bytes that are not UTF-8, as they are stored: printable.
+            result = dataclasses.replace(result, name=shown_name(result.name))
             tally.add(result)
             progress.update()
             if result.error is not None:
@@ -158,13 +167,26 @@ def remember_command(
                 if trace:
                     render.trajectory(result.outcome.trajectory)
 
-        remember_all(conn, found.inputs, config, llm, run_options, report, budget)
-    if not quiet:
-        for notice in tally.notices:
+        try:
+            remember_all(conn, found.inputs, config, llm, run_options, report, budget)
+        except KeyboardInterrupt:  # SIGINT, SIGTERM, SIGHUP (cli/app.py)
+            raise _interrupted(tally) from None
+    for notice in tally.notices:
+        # What a cron job must hear of even with --quiet: inputs left with stages pending.
+        if not quiet or notice in tally.unfinished:
             render.warning(notice)
     if batch and not quiet:
         render.notice(render.tally_summary(tally))
     raise typer.Exit(int(tally.exit_code()))
+
+
+def _interrupted(tally: Tally) -> Interrupted:
+    """What a signal left: every chunk stored before it is kept whole (the one being
+    stored rolled back), every answer received is kept, and a rerun goes on from there."""
+    done = f"{tally.done} of {tally.total} inputs done; " if tally.total > 1 else ""
+    return interrupted(
+        f"{done}what was stored is kept, each chunk whole; run the same command again to continue"
+    )
 
 
 def _stage_flags(

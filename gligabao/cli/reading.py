@@ -41,7 +41,7 @@ def show(
     Example: gb show 12
     """
     _, conn = _open(config_path, db)
-    document = artifacts.get_document(conn, artifact_id)
+    document = artifacts.get_document(conn, options.stored_id(artifact_id, "artifact"))
     if as_json:
         render.json_line(document)
     else:
@@ -61,6 +61,7 @@ def list_documents(
 
     Example: gb list --dataset default -n 20
     """
+    options.count("--limit", limit)
     config, conn = _open(config_path, db, dataset)
     dataset_id = _filter_id(config, conn)
     rows = artifacts.list_documents(conn, dataset_id, include_superseded=every, limit=limit)
@@ -84,7 +85,7 @@ def forget_document(
     Example: gb forget 12
     """
     _, conn = _open(config_path, db)
-    report = forget.forget(conn, artifact_id)
+    report = forget.forget(conn, options.stored_id(artifact_id, "artifact"))
     if as_json:
         render.json_line(dataclasses.asdict(report))
     else:
@@ -144,6 +145,7 @@ def list_inferences(
 
     Example: gb inferences --stage summarize_chunk -n 10
     """
+    options.count("--limit", limit)
     _, conn = _open(config_path, db)
     rows = inference_rows.list_inferences(conn, limit, stage)
     if as_json:

@@ -90,8 +90,8 @@ def search_command(
     """
     if method not in METHODS:
         raise UsageError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
-    if k <= 0:
-        raise UsageError(f"-k must be positive, not {k}")
+    options.count("-k", k)
+    query = options.query_text(query, optional=False)
     config, conn, found = open_dataset(config_path, db, dataset)
     method = _choose_method(config, conn, found, method)
     from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding

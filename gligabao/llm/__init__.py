@@ -1,6 +1,7 @@
-"""The LLM layer: stage prompts and schemas (prompts), endpoints and failures (endpoint),
-the SDK-based client (client), one query's embedding without the SDK (query), answers
-(schema).
+"""The LLM layer: stage prompts and schemas (prompts), endpoints, failures and vectors
+checked (endpoint), the SDK-based client (client) with its adaptive limit (limiter),
+streamed answers (streaming) and embeddings inputs cut to what the server takes (split),
+one query's embedding without the SDK (query), answers (schema).
 
 Nothing here touches the database; each call returns an `Inference` for the pipeline to
 record, with the request's hash so a stored answer can be reused (SPEC R11). The client's

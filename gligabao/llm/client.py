@@ -7,6 +7,14 @@ the run, not only the one that got it, and so that a server without JSON-schema 
 the database: each call returns an `Inference` the pipeline records, with `request_hash`
 so it can look up an answer it already paid for before calling again (R11).
 
+Made for slow local servers too (llama.cpp, Ollama, LM Studio: a few slots, a queue that
+sends nothing): chat answers are streamed (`llm.stream`, streaming.py), so `llm.timeout`
+bounds the wait for the first token and the gaps between tokens, not a long answer; the
+number of requests out adapts to what the server serves at once (limiter.py), and a
+request that timed out in the server's queue while it served others waits its turn
+rather than using up a retry; an embeddings input the server refuses as too large is
+sent again as pieces that fit (split.py), never unchanged.
+
     LLMError(GbError)   a call failed: "<stage> (<model>): <cause>", never with a secret
 """
 
@@ -16,6 +24,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -33,17 +42,24 @@ from gligabao.llm.endpoint import (
     Flight,
     LLMError,
     Stopped,
+    Unusable,
     backoff,
     key_hint,
+    no_surrogates,
     one_line,
     require_endpoint,
     safe_url,
     scrub,
     server_message,
     status_failure,
+    too_large,
+    vector_problem,
 )
+from gligabao.llm.limiter import Limiter, Slot
 from gligabao.llm.prompts import ChatRequest
-from gligabao.llm.schema import SchemaMismatch, checked, parse_answer
+from gligabao.llm.schema import SchemaMismatch, TooDeep, checked, parse_answer, repaired
+from gligabao.llm.split import InputLimit, Plan, combine
+from gligabao.llm.streaming import Assembled, NoEvents
 
 __all__ = [
     "EMBED_STAGE",
@@ -69,6 +85,10 @@ _REFUSALS = (
     "unknown parameter",
     "extra inputs are not permitted",
 )
+# A request that timed out in the server's queue while the server was answering others
+# of this run is sent again in its turn without using up a retry, this many times at most.
+BUSY_WAITS = 8
+_STREAM_WORD = re.compile(r"\bstream(?:ing|ed)?\b")
 _T = TypeVar("_T")
 
 
@@ -149,7 +169,7 @@ class _LoopState:
     """What must belong to one event loop: the HTTP clients and the limiter."""
 
     loop: asyncio.AbstractEventLoop
-    limiter: asyncio.Semaphore
+    limiter: Limiter
     chat: openai.AsyncOpenAI | None = None
     embed: openai.AsyncOpenAI | None = None
 
@@ -181,6 +201,9 @@ class LLM:
 
         self._lenient = False  # R10: prompt mode, once the server refused a JSON schema
         self._max_tokens_param = "max_completion_tokens"
+        self._stream: bool = config["llm.stream"]  # off once the server refused to stream
+        self._stream_usage = True  # stream_options.include_usage, until a server refuses it
+        self._input_limit = InputLimit(config["embeddings.max_tokens"])
         self._not_before = 0.0  # monotonic time before which no request may start
         self._state: _LoopState | None = None
 
@@ -231,11 +254,13 @@ class LLM:
     # ---- lifecycle
 
     def _loop_state(self) -> _LoopState:
-        # The HTTP pool and the semaphore belong to the loop they were made in; a second
-        # asyncio.run() (one per input file, say) gets fresh ones.
+        # The HTTP pool and the limiter belong to the loop they were made in; a second
+        # asyncio.run() (one per input file, say) gets fresh ones, starting from the limit
+        # the server was found to take.
         loop = asyncio.get_running_loop()
         if self._state is None or self._state.loop is not loop:
-            self._state = _LoopState(loop, asyncio.Semaphore(self.concurrency))
+            known = None if self._state is None else self._state.limiter.limit
+            self._state = _LoopState(loop, Limiter(self.concurrency, known))
         return self._state
 
     def _client(self, embeddings: bool) -> openai.AsyncOpenAI:
@@ -308,11 +333,7 @@ class LLM:
             kwargs = self._chat_kwargs(request, model, reasoning, lenient)
             try:
                 response, tries, duration_ms = await self._call(
-                    stage,
-                    model,
-                    key,
-                    lambda kw=kwargs: self._client(False).chat.completions.create(**kw),
-                    flight,
+                    stage, model, key, lambda slot, kw=kwargs: self._send_chat(kw, slot), flight
                 )
             except LLMError as err:
                 if self._adapt(err, lenient, kwargs):
@@ -334,7 +355,9 @@ class LLM:
                 paid = inference
                 log.info("%s (%s): %s; asking again", stage, model, problem)
                 continue
-            raise LLMError(stage, model, problem, inference=inference)
+            choices = getattr(response, "choices", None) or []
+            cut_off = bool(choices) and choices[0].finish_reason == "length"
+            raise LLMError(stage, model, problem, inference=inference, cut_off=cut_off)
 
     def _chat_kwargs(
         self, request: ChatRequest, model: str, reasoning: str, lenient: bool
@@ -355,7 +378,27 @@ class LLM:
                     "schema": request.schema,
                 },
             }
+        if self._stream:  # transport only: not in the request's hash
+            kwargs["stream"] = True
+            if self._stream_usage:
+                kwargs["stream_options"] = {"include_usage": True}
         return kwargs
+
+    async def _send_chat(self, kwargs: dict[str, Any], slot: Slot) -> Any:
+        """One chat request; a streamed answer is read to its end and put back together."""
+        client = self._client(False)
+        if not kwargs.get("stream"):
+            return await client.chat.completions.create(**kwargs)
+        assembled = Assembled()
+        async with await client.chat.completions.create(**kwargs) as stream:
+            if "json" in stream.response.headers.get("content-type", ""):
+                # A server that ignores `stream` answers whole: read it as such.
+                body = json.loads(await stream.response.aread())
+                return openai.types.chat.ChatCompletion.construct(**body)
+            async for chunk in stream:
+                slot.receiving()
+                assembled.add(chunk)
+        return assembled.done()
 
     def _adapt(self, err: LLMError, lenient: bool, sent: Mapping[str, Any]) -> bool:
         """Whether a refusal of a request's shape was answered by changing it (R10).
@@ -364,6 +407,8 @@ class LLM:
         if err.status not in (400, 422):
             return False
         said = err.server_message.lower()
+        if self._adapt_stream(said, sent):
+            return True
         if "max_completion_tokens" in said and "max_completion_tokens" in sent:
             if self._max_tokens_param != "max_tokens":
                 self._max_tokens_param = "max_tokens"  # an older server: the older name
@@ -386,17 +431,40 @@ class LLM:
             return True
         return False
 
+    def _adapt_stream(self, said: str, sent: Mapping[str, Any]) -> bool:
+        """A server that refuses stream_options, or streaming, gets requests without."""
+        where = safe_url(self.endpoints.chat_url)
+        if "stream_options" in said and "stream_options" in sent:
+            if self._stream_usage:
+                self._stream_usage = False
+                log.warning(
+                    "%s refuses stream_options; streamed answers now come without their "
+                    "token counts",
+                    where,
+                )
+            return True
+        if _STREAM_WORD.search(said) and sent.get("stream"):
+            if self._stream:
+                self._stream = False
+                log.warning(
+                    "%s does not stream answers; each now comes whole, and llm.timeout "
+                    "bounds how long one may take",
+                    where,
+                )
+            return True
+        return False
+
     def _read_answer(
         self, request: ChatRequest, response: Any, lenient: bool
     ) -> tuple[dict[str, Any], str | None, bool]:
-        """(value, problem, worth asking again). A cut-off answer is not: the same request
-        would be cut off again."""
+        """(value, problem, worth asking again). A cut-off answer is, once, when the
+        request says so (ChatRequest.retry_cut_off)."""
         choices = getattr(response, "choices", None) or []
         if not choices:
             return {}, "the answer held no choices", True
         choice = choices[0]
         if choice.finish_reason == "length":
-            return {}, "the answer was cut off (finish_reason length)", False
+            return {}, "the answer was cut off (finish_reason length)", request.retry_cut_off
         if choice.finish_reason == "content_filter":
             return {}, "the answer was withheld by the content filter", False
         message = choice.message
@@ -408,11 +476,14 @@ class LLM:
             return {}, "the answer was empty", True
         try:
             value = parse_answer(content, lenient)
+        except TooDeep:
+            return {}, "the answer is JSON nested too deeply to read", True
         except ValueError:
             excerpt = one_line(self.scrub(content), 80)
             return {}, f"the answer is not valid JSON ({excerpt})", True
         try:
-            return checked(request, value), None, False
+            # Lone surrogates ("\ud800") become U+FFFD: no UTF-8 encoder takes them.
+            return repaired(checked(request, value)), None, False
         except SchemaMismatch as exc:
             return {}, f"the answer does not match the schema: {self.scrub(str(exc))}", True
         except ValueError as exc:
@@ -433,7 +504,7 @@ class LLM:
         output_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         details = getattr(usage, "prompt_tokens_details", None)
         cached = int(getattr(details, "cached_tokens", 0) or 0)
-        answered = getattr(response, "model", None) or model
+        answered = no_surrogates(getattr(response, "model", None) or model)
         return Inference(
             stage=stage,
             model=answered,
@@ -476,33 +547,27 @@ class LLM:
         for i, text in enumerate(texts):
             if not isinstance(text, str) or not text.strip():
                 raise LLMError(EMBED_STAGE, model, f"text {i + 1} of {len(texts)} is empty")
-        key = self.request_hash(texts)
-        response, attempts, duration_ms = await self._call(
-            EMBED_STAGE,
-            model,
-            key,
-            lambda: self._client(True).embeddings.create(
-                model=model, input=texts, dimensions=dimensions
-            ),
-            flight,
-        )
-        data = sorted(response.data, key=lambda d: d.index)
-        if len(data) != len(texts) or [d.index for d in data] != list(range(len(texts))):
-            raise LLMError(
-                EMBED_STAGE, model, f"the answer held {len(data)} vectors for {len(texts)} texts"
-            )
-        vectors = [[float(x) for x in d.embedding] for d in data]
-        for i, vector in enumerate(vectors):
-            if len(vector) != dimensions:
-                raise LLMError(
+        key = self.request_hash(texts)  # of the texts, however they are sent: stable
+        while True:
+            plan = self._input_limit.plan(texts)
+            try:
+                (response, vectors), attempts, duration_ms = await self._call(
                     EMBED_STAGE,
                     model,
-                    f"vector {i + 1} has {len(vector)} dimensions, not {dimensions}; set "
-                    "embeddings.dimensions to what the model makes",
+                    key,
+                    lambda slot, p=plan: self._send_embed(p, model, dimensions),
+                    flight,
                 )
+                break
+            except LLMError as err:
+                if not self._fits_next_time(err, plan):
+                    raise
+        by_text: list[list[list[float]]] = [[] for _ in texts]
+        for owner, vector in zip(plan.owners, vectors, strict=True):
+            by_text[owner].append(vector)
         usage = getattr(response, "usage", None)
         input_tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        answered = getattr(response, "model", None) or model
+        answered = no_surrogates(getattr(response, "model", None) or model)
         inference = Inference(
             stage=EMBED_STAGE,
             model=answered,
@@ -517,7 +582,50 @@ class LLM:
             answer=None,
             attempts=attempts,
         )
-        return Embeddings(vectors, inference)
+        return Embeddings([combine(pieces) for pieces in by_text], inference)
+
+    def _fits_next_time(self, err: LLMError, plan: Plan) -> bool:
+        """Whether a refusal of ``plan`` as too large taught this instance how to cut the
+        texts so that the server takes them (then they are sent again, cut so)."""
+        refusal = too_large(err.status, err.server_message)
+        if refusal is None or not self._input_limit.learn(refusal, plan):
+            return False
+        log.info(
+            "%s (%s): the server takes at most %d tokens an input; larger texts are "
+            "embedded in pieces",
+            EMBED_STAGE,
+            err.model,
+            self._input_limit.tokens,
+        )
+        return True
+
+    async def _send_embed(
+        self, plan: Plan, model: str, dimensions: int
+    ) -> tuple[Any, list[list[float]]]:
+        """One embeddings request, and its vectors once each is known to be usable: a
+        vector that is not (NaN, zeros, 1e308) fails the attempt, like a 5xx."""
+        response = await self._client(True).embeddings.create(
+            model=model, input=plan.inputs, dimensions=dimensions
+        )
+        n = len(plan.inputs)
+        data = sorted(response.data or [], key=lambda d: d.index)
+        if len(data) != n or [d.index for d in data] != list(range(n)):
+            raise Unusable(f"the answer held {len(data)} vectors for {n} texts")
+        sizes = {len(d.embedding or ()) for d in data}
+        if len(sizes) == 1 and sizes != {dimensions}:
+            raise LLMError(  # the model makes another size: no retry will change that
+                EMBED_STAGE,
+                model,
+                f"the vectors have {sizes.pop()} dimensions, not {dimensions}; set "
+                "embeddings.dimensions to what the model makes",
+            )
+        vectors = []
+        for i, d in enumerate(data):
+            problem = vector_problem(d.embedding, dimensions)
+            if problem is not None:
+                raise Unusable(f"vector {i + 1} of {n} is unusable: {problem}")
+            vectors.append([float(x) for x in d.embedding])
+        return response, vectors
 
     # ---- sending, with retries
 
@@ -530,32 +638,52 @@ class LLM:
         stage: str,
         model: str,
         key: str,
-        send: Callable[[], Awaitable[_T]],
+        send: Callable[[Slot], Awaitable[_T]],
         flight: Flight | None = None,
     ) -> tuple[_T, int, int]:
-        """`send()` under the limiter, retried on 429, 5xx, timeouts, connection errors and
-        non-JSON bodies. Returns the response, the number of attempts and the milliseconds
-        the last one took."""
+        """`send(slot)` under the limiter, retried on 429, 5xx, timeouts, connection errors
+        and unusable bodies. Returns the response, the number of attempts and the
+        milliseconds the last one took."""
         retries = 0
+        waits = 0  # times it timed out in the server's queue while others were answered
         limiter = self._loop_state().limiter
         flight = flight or Flight()
         while True:
             await self._wait_for_pause()
-            async with limiter:
+            async with limiter.slot() as slot:
                 await self._wait_for_pause()  # a pause may have begun while this one queued
                 if flight.stopped:
                     raise Stopped(stage, model, "stopped: the run no longer needs the answer")
                 began = time.monotonic()
                 flight.sending = True
                 try:
-                    response = await send()
+                    response = await send(slot)
+                    limiter.answered()
                     return response, retries + 1, round((time.monotonic() - began) * 1000)
+                except LLMError:
+                    raise
                 except Exception as exc:
-                    failure = self._classify(exc, stage)
+                    failure = self._classify(exc, stage, slot.received)
+                    queued = isinstance(exc, openai.APITimeoutError) and not slot.received
+                    # Lowered before this slot is released, so the next waiter sees it.
+                    if queued or failure.status in (429, 503):
+                        self._congested(limiter, stage, model)
+                    busy = queued and limiter.receiving > 0
                 finally:
                     flight.sending = False
             # Raised here, outside the except block, so no SDK exception (which holds the
             # request and its headers) rides along as __context__.
+            if busy and waits < BUSY_WAITS:
+                # The server was answering others of this run all along: not a failure of
+                # it; sent again when the limiter lets it, no retry used, no backoff.
+                waits += 1
+                log.info(
+                    "%s (%s): %s in the server's queue; sent again in its turn",
+                    stage,
+                    model,
+                    failure.head,
+                )
+                continue
             if not failure.retryable or retries >= self.max_retries:
                 raise failure.error(stage, model, retries)
             retries += 1
@@ -581,12 +709,29 @@ class LLM:
             )
             await asyncio.sleep(sleep)
 
-    def _classify(self, exc: Exception, stage: str) -> Failure:
+    def _congested(self, limiter: Limiter, stage: str, model: str) -> None:
+        if limiter.congested():
+            log.info(
+                "%s (%s): %s takes no more requests at once than the %d it is answering; "
+                "at most %d now go out (concurrency %d)",
+                stage,
+                model,
+                self.endpoints.url(stage),
+                limiter.receiving,
+                limiter.capacity,
+                self.concurrency,
+            )
+
+    def _classify(self, exc: Exception, stage: str, received: bool = False) -> Failure:
+        """Why an attempt failed; ``received``: after the answer had begun to arrive."""
         if isinstance(exc, openai.APITimeoutError):
-            return Failure(f"timed out (limit {self.timeout:g} s)", retryable=True)
+            detail = "the answer stopped coming" if received else ""
+            return Failure(f"timed out (limit {self.timeout:g} s)", detail, retryable=True)
         if isinstance(exc, openai.APIConnectionError):
             reason = exc.__cause__ or exc
             detail = one_line(self.scrub(str(reason) or type(reason).__name__))
+            if received:  # the server was reached: it broke off
+                return Failure("the connection broke during the answer", detail, retryable=True)
             return Failure(
                 f"could not reach {self.endpoints.url(stage)}",
                 detail,
@@ -599,10 +744,20 @@ class LLM:
             return status_failure(
                 exc.status_code, self.scrub(message), code, exc.response.headers, hint
             )
-        if isinstance(exc, json.JSONDecodeError):
+        if isinstance(exc, openai.APIError):  # an error event in the middle of a stream
+            message, code = server_message(exc.body, exc.message or "")
+            detail = one_line(self.scrub(message))
+            return Failure("the server broke off the answer", detail, code=code, retryable=True)
+        if isinstance(exc, json.JSONDecodeError | NoEvents):
             # The SDK's answer to a 200 whose body is not JSON: a proxy or gateway page.
             hint = f"is {self.endpoints.url(stage)} the API's base URL, ending in /v1?"
             return Failure("the server answered with a body that is not JSON", hint, None, True)
+        if isinstance(exc, RecursionError):
+            return Failure(
+                "the server answered with JSON nested too deeply to read", "", None, True
+            )
+        if isinstance(exc, Unusable):
+            return Failure(one_line(self.scrub(str(exc))), retryable=True)
         if isinstance(exc, ValueError | openai.APIResponseValidationError):
             # e.g. "No embedding data received": an answer, but not a usable one
             return Failure("the answer could not be read", one_line(self.scrub(str(exc))))

@@ -16,6 +16,7 @@ import os
 import random
 import re
 import time
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +34,11 @@ __all__ = [
     "Flight",
     "LLMError",
     "Stopped",
+    "TooLarge",
+    "Unusable",
     "backoff",
     "key_hint",
+    "no_surrogates",
     "one_line",
     "require_endpoint",
     "retry_after",
@@ -42,6 +46,8 @@ __all__ = [
     "scrub",
     "server_message",
     "status_failure",
+    "too_large",
+    "vector_problem",
 ]
 
 EMBED_STAGE = "embed"
@@ -65,6 +71,7 @@ class LLMError(GbError):
         server_code: str | None = None,
         retryable: bool = False,
         unreachable: bool = False,
+        cut_off: bool = False,
         inference: Any = None,
     ) -> None:
         super().__init__(f"{stage} ({model}): {cause}")
@@ -76,6 +83,7 @@ class LLMError(GbError):
         self.server_code = server_code  # the error's "code", e.g. "rate_limit_exceeded"
         self.retryable = retryable
         self.unreachable = unreachable  # no connection to the server at all (refused, DNS)
+        self.cut_off = cut_off  # the answer reached its output limit (finish_reason length)
         self.inference = inference  # tokens spent on a rejected answer, when known
 
 
@@ -95,18 +103,40 @@ def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
     return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-****", text)
 
 
+# Query parameters whose values are credentials (api_key, access_token, sig, ...).
+_SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential")
+
+
 def safe_url(url: str | None) -> str:
-    """A base URL fit for a log line: no user:password, no query string."""
+    """A base URL fit for a message, a log line or `gb config`: a user or password in it
+    shown as ****, as is each query parameter named like a credential; host, port (as
+    written: IPv6 too), path and other parameters kept, so the user knows which it is."""
     if not url:
         return DEFAULT_BASE_URL
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an IPv6 host with no closing bracket
+        return "(an unreadable URL)"
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"****@{host}" if "@" in parts.netloc else host
+    query = "&".join(
+        f"{name}=****" if value and _SECRET_PARAM.search(name) else f"{name}{eq}{value}"
+        for name, eq, value in (p.partition("=") for p in parts.query.split("&") if p)
+    )
+    return scrub(urlunsplit((parts.scheme, netloc, parts.path, query, "")))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def no_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (a JSON "\\ud800" without its pair, which no UTF-8
+    encoder takes) replaced by U+FFFD: stored and printed as any other character."""
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def one_line(text: str, limit: int = 300) -> str:
-    text = " ".join(str(text).split())
+    text = no_surrogates(" ".join(str(text).split()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -153,7 +183,13 @@ class Endpoints:
 
     @property
     def secrets(self) -> tuple[str, ...]:
-        return tuple(s for s in (self.chat_key, self.embed_key) if s)
+        """The keys, and a key written into a URL (its password, else its user name): what
+        scrub masks in messages."""
+        keys = [self.chat_key, self.embed_key]
+        for url in (self.chat_url, self.embed_url):
+            userinfo = (url or "").partition("://")[2].partition("/")[0].rpartition("@")[0]
+            keys.append(userinfo.rpartition(":")[2])
+        return tuple(dict.fromkeys(s for s in keys if s))
 
     def url(self, stage: str) -> str:
         """Where `stage`'s requests go, fit for a message."""
@@ -179,10 +215,11 @@ class Flight:
     sending: bool = False
     stopped: bool = False
     crew: Crew | None = field(default=None, repr=False)
+    contained: bool = False  # its failure is its caller's to handle: the crew goes on
 
     def fail(self, error: LLMError) -> None:
         """This call failed for good: its crew's calls not yet sending are stopped."""
-        if self.crew is None:
+        if self.crew is None or self.contained:
             return
         self.crew.failure = self.crew.failure or error
         for other in self.crew.flights:
@@ -278,11 +315,14 @@ def status_failure(
     status: int, message: str, code: str | None, headers: Any, key_hint: str
 ) -> Failure:
     """An HTTP error answer as a Failure: 408, 409, 429 and 5xx are retried (a 429 for
-    an exhausted quota is not: waiting won't pay the bill), after Retry-After if given."""
+    an exhausted quota is not: waiting won't pay the bill; nor an input too large, which
+    the same request would be again), after Retry-After if given."""
     detail = one_line(message)
     if status == 401:
         detail += f" (check {key_hint})"
     if status == 429 and code == "insufficient_quota":
+        return Failure(f"HTTP {status}", detail, status, code=code)
+    if too_large(status, message) is not None:
         return Failure(f"HTTP {status}", detail, status, code=code)
     retryable = status in _RETRY_STATUSES or status >= 500
     wait = retry_after(headers) if retryable else None
@@ -290,6 +330,79 @@ def status_failure(
         head = f"HTTP {status} (the server asks to wait {wait:.0f} s)"
         return Failure(head, detail, status, code=code)
     return Failure(f"HTTP {status}", detail, status, retryable, wait, code)
+
+
+class Unusable(Exception):
+    """An answer that came back whole but cannot be used (a vector that is not finite, a
+    body nested too deeply to read): a failed attempt, retried like a 5xx."""
+
+
+@dataclass(frozen=True)
+class TooLarge:
+    """A server's refusal of an input as too large: the most tokens it takes, and the
+    tokens it counted in the input it refused, where its message says."""
+
+    limit: int | None
+    count: int | None
+
+
+_TOO_LARGE = re.compile(
+    r"too (?:large|long|many tokens)|maximum (?:context|input|sequence) length|"
+    r"exceeds? (?:the )?(?:maximum |max )?(?:context|input|token|batch|sequence)|"
+    r"must have less than \d+ tokens|exceeds the context length",
+    re.IGNORECASE,
+)
+_LIMIT = re.compile(
+    r"(?:batch size|context length|input length|sequence length|context size)"
+    r"[^0-9]{0,24}?(\d+)|less than (\d+) tokens|limit (?:is |of )?(\d+) tokens",
+    re.IGNORECASE,
+)
+_COUNT = re.compile(
+    r"input \((\d+) tokens\)|requested (\d+) tokens|given: (\d+)|(\d+) tokens in "
+    r"(?:the|your) (?:input|prompt)|input (?:length|of) (\d+)",
+    re.IGNORECASE,
+)
+
+
+def too_large(status: int | None, message: str) -> TooLarge | None:
+    """Whether an error answer says an input is larger than the server takes (llama.cpp's
+    500 "input (705 tokens) is too large to process. increase the physical batch size
+    (current batch size: 512)", OpenAI's 400 "maximum context length is 8192 tokens,
+    however you requested 9000 tokens", and the like), with the numbers it gives."""
+    if status not in (400, 413, 422, 500) or not _TOO_LARGE.search(message):
+        return None
+
+    def number(pattern: re.Pattern[str]) -> int | None:
+        found = pattern.search(message)
+        return int(next(g for g in found.groups() if g)) if found else None
+
+    return TooLarge(number(_LIMIT), number(_COUNT))
+
+
+# float32, what vec0 stores and compares: a vector's squared norm must stay a normal
+# float32, or its cosine distance to anything is NaN (stored as NULL) or infinite.
+_FLOAT32_MAX = 3.4028234663852886e38
+_FLOAT32_TINY = 1.1754943508222875e-38
+
+
+def vector_problem(values: Any, dimensions: int) -> str | None:
+    """Why an embedding from a server cannot be stored or searched, or None when it can:
+    not numbers, another dimension, a value not finite (NaN; 1e308 is infinite as
+    float32), or a norm of zero, or one too large or small for float32."""
+    try:
+        floats = array("f", values)
+    except (TypeError, ValueError, OverflowError):
+        return "it holds values that are not numbers"
+    if len(floats) != dimensions:
+        return f"it has {len(floats)} dimensions, not {dimensions}"
+    if not all(math.isfinite(x) for x in floats):
+        return "it holds values that are not finite (NaN or infinite)"
+    squared = math.fsum(x * x for x in floats)
+    if squared == 0.0:
+        return "it is all zeros"
+    if not _FLOAT32_TINY <= squared <= _FLOAT32_MAX:
+        return f"its norm ({math.sqrt(squared):.3g}) is out of float32's range"
+    return None
 
 
 def backoff(key: str, retry: int, base: float, cap: float) -> float:

@@ -40,6 +40,10 @@ class ChatRequest:
     schema_name: str
     schema: dict[str, Any]
     max_output_tokens: int
+    # An answer cut off at max_output_tokens is asked for once more: models sample, and a
+    # small local one that ran into a loop of repeats often ends the next answer well. Not
+    # for a batch whose caller asks again in smaller parts instead (resolve).
+    retry_cut_off: bool = True
 
 
 def _obj(**properties: Any) -> dict[str, Any]:
@@ -231,6 +235,7 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
         schema_name="resolve",
         schema=RESOLVE_SCHEMA,
         max_output_tokens=4096,
+        retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
     )
 
 

@@ -33,6 +33,7 @@ from gligabao.llm.endpoint import (
     scrub,
     server_message,
     status_failure,
+    vector_problem,
 )
 
 __all__ = ["embed_query"]
@@ -49,7 +50,8 @@ def embed_query(
     """The embedding of `text` by `embeddings.model` at `embeddings.dimensions`.
 
     Retried like every LLM call (429 and 5xx after Retry-After or a backoff, timeouts,
-    connection errors, a body that is not JSON) up to `llm.max_retries` times; raises
+    connection errors, a body that is not JSON or nested too deeply, a vector that
+    cannot be searched: NaN, zeros, 1e308) up to `llm.max_retries` times; raises
     LLMError, free of secrets, when it cannot get one.
     """
     env = os.environ if env is None else env
@@ -66,7 +68,11 @@ def embed_query(
     while True:
         failure, answer = _attempt(request, timeout, endpoints, config)
         if failure is None:
-            return _vector(answer, model, dimensions)
+            vector = _vector(answer, model, dimensions)
+            problem = vector_problem(vector, dimensions)
+            if problem is None:
+                return [float(x) for x in vector]
+            failure = Failure(f"the vector is unusable: {problem}", retryable=True)
         if not failure.retryable or retries >= max_retries:
             raise failure.error(EMBED_STAGE, model, retries)
         if failure.retry_after is not None and failure.retry_after > 0:
@@ -128,6 +134,10 @@ def _attempt(
         return Failure(f"could not reach {where}", detail, retryable=True), None
     try:
         return None, json.loads(raw)
+    except RecursionError:
+        return Failure(
+            "the server answered with JSON nested too deeply to read", "", None, True
+        ), None
     except ValueError:
         hint = f"is {where} the API's base URL, ending in /v1?"
         return Failure("the server answered with a body that is not JSON", hint, None, True), None
@@ -136,7 +146,7 @@ def _attempt(
 def _vector(answer: Any, model: str, dimensions: int) -> list[float]:
     try:
         data = answer["data"]
-        vector = [float(x) for x in data[0]["embedding"]]
+        vector = list(data[0]["embedding"])
     except (KeyError, IndexError, TypeError, ValueError):
         raise LLMError(
             EMBED_STAGE, model, "the answer could not be read: it holds no embedding"
@@ -150,4 +160,4 @@ def _vector(answer: Any, model: str, dimensions: int) -> list[float]:
             f"the vector has {len(vector)} dimensions, not {dimensions}; set "
             "embeddings.dimensions to what the model makes",
         )
-    return vector
+    return vector  # its values are checked by vector_problem

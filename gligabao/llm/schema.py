@@ -12,13 +12,27 @@ import json
 import re
 from typing import Any
 
+from gligabao.llm.endpoint import no_surrogates
 from gligabao.llm.prompts import ChatRequest, check_answer
 
-__all__ = ["SchemaMismatch", "checked", "load_answer", "parse_answer", "parse_lenient", "validate"]
+__all__ = [
+    "SchemaMismatch",
+    "TooDeep",
+    "checked",
+    "load_answer",
+    "parse_answer",
+    "parse_lenient",
+    "repaired",
+    "validate",
+]
 
 
 class SchemaMismatch(ValueError):
     """The answer does not match the schema; the message names the path and the problem."""
+
+
+class TooDeep(ValueError):
+    """The answer is JSON nested deeper than Python's parser goes (a RecursionError)."""
 
 
 _TYPES: dict[str, tuple[type, ...]] = {
@@ -95,19 +109,37 @@ def parse_lenient(text: str) -> Any:
                 value, _ = decoder.raw_decode(candidate, match.start())
             except json.JSONDecodeError:
                 continue
+            except RecursionError:  # and so would every "{" inside it be: stop here
+                raise TooDeep("the answer is JSON nested too deeply to read") from None
             if isinstance(value, dict):
                 return value
     raise ValueError("no JSON object in the answer")
 
 
 def parse_answer(text: str, lenient: bool) -> Any:
-    """JSON from a model; strict first unless `lenient`. Raises ValueError."""
+    """JSON from a model; strict first unless `lenient`. Raises ValueError (TooDeep when
+    it is nested too deeply to parse)."""
     if not lenient:
         try:
             return json.loads(text)
         except json.JSONDecodeError:
             pass  # some servers wrap even structured output in fences: try leniently
+        except RecursionError:
+            raise TooDeep("the answer is JSON nested too deeply to read") from None
     return parse_lenient(text)
+
+
+def repaired(value: Any) -> Any:
+    """A checked answer with every lone surrogate in its strings (a JSON "\\udc80"
+    without its pair) replaced by U+FFFD, so it can be stored and printed. Recursive:
+    only for values already checked against a schema, which bounds their depth."""
+    if isinstance(value, str):
+        return no_surrogates(value)
+    if isinstance(value, list):
+        return [repaired(v) for v in value]
+    if isinstance(value, dict):
+        return {no_surrogates(k): repaired(v) for k, v in value.items()}
+    return value
 
 
 def checked(request: ChatRequest, value: Any) -> dict[str, Any]:

@@ -20,9 +20,15 @@ import apsw
 
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.inputs import read_source
+from gligabao.inputs import read_source, shown_name
 from gligabao.pipeline.calls import Budget, BudgetReached, Spend
-from gligabao.pipeline.remember import Options, Outcome, remember_async, require_embeddings
+from gligabao.pipeline.remember import (
+    PENDING,
+    Options,
+    Outcome,
+    remember_async,
+    require_embeddings,
+)
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
@@ -36,7 +42,7 @@ class Result:
     """How one input ended: an outcome, or the error that stopped it."""
 
     name: str
-    status: str  # remembered | completed | unchanged | offline | failed | left
+    status: str  # remembered | completed | unchanged | offline | pending | failed | left
     outcome: Outcome | None = None
     error: GbError | None = None
     spend: Spend = field(default_factory=Spend)  # what its calls cost, failed or not
@@ -82,7 +88,7 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
             on_result(Result(name, LEFT if stopped else FAILED, error=exc, spend=spend))
             return
         except Exception as exc:  # not foreseen (a store error...): this input fails, not all
-            error = GbError(llm.scrub(f"{name}: {type(exc).__name__}: {exc}"))
+            error = GbError(llm.scrub(f"{shown_name(name)}: {type(exc).__name__}: {exc}"))
             error.__cause__ = exc
             on_result(Result(name, FAILED, error=error, spend=spend))
             return
@@ -111,6 +117,7 @@ class Tally:
     cost: float = 0.0
     priced: bool = True
     notices: list[str] = field(default_factory=list)
+    unfinished: list[str] = field(default_factory=list)  # notices of inputs left pending
     started: float = field(default_factory=time.monotonic)
 
     def add(self, result: Result) -> None:
@@ -127,13 +134,18 @@ class Tally:
             for notice in result.outcome.notices:
                 if notice not in self.notices:
                     self.notices.append(notice)
+                if result.status == PENDING and notice not in self.unfinished:
+                    self.unfinished.append(notice)
 
     @property
     def elapsed(self) -> float:
         return time.monotonic() - self.started
 
     def exit_code(self) -> ExitCode:
-        failed, left = len(self.errors), self.by_status.get(LEFT, 0)
+        # Stored with stages pending (the endpoint could not be reached) is partial too:
+        # a cron job must see that the night's import is not done.
+        failed = len(self.errors)
+        left = self.by_status.get(LEFT, 0) + self.by_status.get(PENDING, 0)
         if not failed:
             return ExitCode.PARTIAL if left else ExitCode.OK
         if failed == self.total:

@@ -157,13 +157,15 @@ class Calls:
         self._carried_on: set[asyncio.Task[Any]] = set()
         self._crew = Crew()  # the calls of this run not ended yet
 
-    async def _to_the_end(self, call: Callable[[Flight], Awaitable[_T]]) -> _T:
+    async def _to_the_end(
+        self, call: Callable[[Flight], Awaitable[_T]], *, contained: bool = False
+    ) -> _T:
         """`call`, carried on to its end if it is cancelled while its request is out: that
         answer is paid for, so it is recorded, and a rerun reuses it (R11). A call not sent
         yet is simply dropped, and one carried on sends no further attempt. When one call
         fails for good, none of the others that has not sent yet is sent: the document has
-        failed."""
-        flight = Flight(crew=self._crew)
+        failed (unless the call is `contained`: its caller handles its failure)."""
+        flight = Flight(crew=self._crew, contained=contained)
         self._crew.flights.add(flight)
         task = asyncio.ensure_future(call(flight))
         task.add_done_callback(lambda _: self._crew.flights.discard(flight))
@@ -195,8 +197,9 @@ class Calls:
         if self._carried_on:
             await asyncio.gather(*self._carried_on, return_exceptions=True)
 
-    async def ask(self, request: ChatRequest) -> Asked:
-        """The answer to ``request``: a stored one if this exact request was answered."""
+    async def ask(self, request: ChatRequest, *, contained: bool = False) -> Asked:
+        """The answer to ``request``: a stored one if this exact request was answered.
+        A `contained` call's failure does not stop the run's other calls (see _to_the_end)."""
         key = self.llm.request_hash(request)
         cached = inferences.find_answer(self.conn, key)
         if cached is not None:
@@ -208,7 +211,9 @@ class Calls:
                 self.spend.reused += 1
                 reasoning = self.llm.config.reasoning_for(request.stage)
                 return Asked(value, cached.inference_id, cached.model_name, reasoning)
-        return await self._to_the_end(lambda flight: self._ask(request, key, flight))
+        return await self._to_the_end(
+            lambda flight: self._ask(request, key, flight), contained=contained
+        )
 
     async def _ask(self, request: ChatRequest, key: str, flight: Flight) -> Asked:
         # The schema is billed as prompt too: sent with the request, or written into it (R10).

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,24 +29,41 @@ import apsw
 from gligabao.chunk import ChunkSettings, cut, get_tokenizer
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError, UsageError
-from gligabao.inputs import Source
+from gligabao.inputs import Source, shown_name
 from gligabao.llm import (
     EMBED_STAGE,
     LLMError,
     contextualize_chunk_request,
     extract_graph_request,
+    resolve_request,
     summarize_chunk_request,
 )
 from gligabao.pipeline.calls import Budget, Calls, Spend
-from gligabao.pipeline.resolve import Extraction, Resolver, apply_answer, batches
-from gligabao.pipeline.write import Piece, Writer, Written, insert_chunk
-from gligabao.store import artifacts, datasets, graph
+from gligabao.pipeline.resolve import (
+    Extraction,
+    Resolver,
+    apply_answer,
+    batches,
+    merge_answers,
+    split_items,
+)
+from gligabao.pipeline.write import Piece, Writer, Written, insert_chunk, pause
+from gligabao.store import artifacts, claims, datasets, graph
 from gligabao.store.db import now_iso, query, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
 
 OFFLINE_STAGES = ("extract_graph", "summarize_chunk", EMBED_STAGE)
+OFFLINE_NOTICE = (
+    "no LLM endpoint is configured: the text and its chunks are stored and "
+    "keyword-indexed; extraction, summaries and embeddings were skipped. Set "
+    "OPENAI_API_KEY (or OPENAI_BASE_URL / [llm] base_url in gligabao.toml) and run "
+    "the same command again to complete them."
+)
+OFFLINE_CHUNKS_PER_TRANSACTION = 500  # a 1 MiB text cut small is ~15,000 chunks
+PENDING = "pending"  # stored as offline because the endpoint could not be reached
+CLAIM_POLL_S = 0.25  # how often a run waiting on another's claim looks again
 
 
 class ChunkFailed(GbError):
@@ -76,6 +94,8 @@ class Options:
     reference_time: str | None = None
     trace: bool = False
     force: bool = False  # remember again even when the same text is already stored whole
+    # Told, as it happens, what a user waiting on the run should know (a wait on another run).
+    on_notice: Callable[[str], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.kind.strip():
@@ -92,7 +112,7 @@ class Outcome:
     """The response object (R7), plus how the run went, for the renderer."""
 
     response: dict[str, Any]
-    status: str  # remembered | completed | unchanged | offline
+    status: str  # remembered | completed | unchanged | offline | pending
     spend: Spend = field(default_factory=Spend)
     trajectory: list[dict[str, Any]] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
@@ -159,7 +179,9 @@ class _Run:
         self.calls = Calls(conn, llm, self.dataset.id, budget, spend)
         self.settings = config.chunk_settings()
         # Versions of a file are matched by where it lives, whatever the working folder.
-        self.stored_source = "-" if source.path is None else os.path.abspath(source.name)
+        self.stored_source = (
+            "-" if source.path is None else shown_name(os.path.abspath(source.name))
+        )
         self.embedding: dict[int, asyncio.Future[None]] = {}  # started as extractions land
 
     def step(self, name: str, message: str, **data: Any) -> None:
@@ -167,22 +189,88 @@ class _Run:
             self.trajectory.append({"step": name, "message": message, **data})
 
     async def run(self) -> Outcome:
+        found = self._find()
+        if found is not None and self._whole(found):
+            # Remembered whole already: no claim, no cut, no call (nightly re-imports).
+            return self._unchanged(found)
+        held = await self._claim()
+        renewing = asyncio.ensure_future(self._renew(held.owner))
+        outcome: Outcome | None = None
+        try:
+            outcome = await self._claimed(held)
+            return outcome
+        finally:
+            await _cancel([renewing])
+            if outcome is not None:  # stored whole: the moment lives on with the document
+                claims.drop(self.conn, self.dataset.id, self.source.sha256)
+            else:
+                claims.release(self.conn, self.dataset.id, self.source.sha256, held.owner)
+
+    def _find(self) -> dict[str, Any] | None:
         document = artifacts.find_document(self.conn, self.dataset.id, self.source.sha256)
         if document is not None and self.options.force and document["status"] == "complete":
-            document = None  # a new version of the same text
+            return None  # a new version of the same text
+        return document
+
+    @staticmethod
+    def _whole(document: dict[str, Any]) -> bool:
+        return document["status"] == "complete" and not artifacts.pending_stages(document)
+
+    def _unchanged(self, document: dict[str, Any]) -> Outcome:
+        self.step("unchanged", f"already stored whole as document {document['id']}")
+        return self._outcome(document, [], "unchanged")
+
+    async def _claim(self) -> claims.Claim:
+        """Claim the text for this run, waiting while another live run works on it (a
+        second cron process on the same file): one document, one set of facts."""
+        options = self.options
+        valid_at = options.valid_at or now_iso()
+        reference = options.reference_time or valid_at
+        owner = claims.new_owner()
+        waited = False
+        while True:
+            held = claims.claim(
+                self.conn,
+                self.dataset.id,
+                self.source.sha256,
+                owner,
+                valid_at,
+                reference,
+                fresh=options.valid_at is not None,
+            )
+            if isinstance(held, claims.Claim):
+                if waited:
+                    self.step("claimed", "the other run is over; going on")
+                return held
+            if not waited:
+                pid = f" (process {held.pid})" if held.pid else ""
+                said = f"{self.source.name}: another gb run{pid} is storing the same text; waiting"
+                self.step("wait", said)
+                if options.on_notice is not None:
+                    options.on_notice(said)
+                waited = True
+            await asyncio.sleep(CLAIM_POLL_S)
+
+    async def _renew(self, owner: str) -> None:
+        while True:
+            await asyncio.sleep(claims.STALE_AFTER_S / 4)
+            claims.renew(self.conn, self.dataset.id, self.source.sha256, owner)
+
+    async def _claimed(self, held: claims.Claim) -> Outcome:
+        # Found again under the claim: another run may have stored it while this one waited.
+        document = self._find()
+        if document is not None and self._whole(document):
+            return self._unchanged(document)
         # One moment per document: the stored valid_at / reference_time, and the reference
-        # time in every extraction prompt. A rerun reads it back from the stored parent, so
-        # its requests hash the same and the answers already paid for are reused (R11).
-        self.valid_at = self.options.valid_at or now_iso()
-        self.reference = self.options.reference_time or self.valid_at
+        # time in every extraction prompt. A rerun reads it back, from the stored parent or,
+        # when nothing was stored, from the claim, so its requests hash the same and the
+        # answers already paid for are reused (R11).
+        self.valid_at = held.valid_at
+        self.reference = held.reference_time
         stored = {}
         if document is not None:
             self.valid_at = document["valid_at"]
             self.reference = document["reference_time"] or document["valid_at"]
-            if document["status"] == "complete" and not artifacts.pending_stages(document):
-                # Remembered whole already: no cut, no call (nightly re-imports cost nothing).
-                self.step("unchanged", f"already stored whole as document {document['id']}")
-                return self._outcome(document, [], "unchanged")
             stored = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
         if document is not None and document["settings"]:
             # Completing a document: cut it exactly as its first run did.
@@ -197,7 +285,7 @@ class _Run:
         ]
         todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
         if not self.llm.available:
-            return self._offline(document, result, pieces)
+            return self._offline(document, result, pieces, stored, OFFLINE_NOTICE, "offline")
         # Before any call: a dataset embedded with another model is refused for free.
         datasets.set_embedding(
             self.conn,
@@ -205,26 +293,53 @@ class _Run:
             self.config["embeddings.model"],
             self.config["embeddings.dimensions"],
         )
-        await self._fetch(todo, n)
+        try:
+            await self._fetch(todo, n)
+        except FetchFailed as exc:
+            cause = exc.__cause__
+            if not (isinstance(cause, LLMError) and cause.unreachable and not self.answered):
+                raise
+            # Nothing answered at all: the server is down, not this text. A nightly import
+            # keeps the text, searchable by keyword, with its stages left for the next run.
+            notice = (
+                f"{cause}: the text and its chunks are stored and keyword-indexed, with "
+                "extraction, summaries and embeddings still to do; run the same command "
+                "again once the server answers"
+            )
+            return self._offline(self._find(), result, pieces, stored, notice, PENDING)
         return await self._store(document, result, todo, n)
+
+    @property
+    def answered(self) -> bool:
+        """Whether any call of this run got an answer from the server."""
+        return self.calls.spend.calls > 0
 
     # ---- offline
 
-    def _offline(self, document, result, pieces) -> Outcome:
-        notice = (
-            "no LLM endpoint is configured: the text and its chunks are stored and "
-            "keyword-indexed; extraction, summaries and embeddings were skipped. Set "
-            "OPENAI_API_KEY (or OPENAI_BASE_URL / [llm] base_url in gligabao.toml) and run "
-            "the same command again to complete them."
-        )
+    def _offline(self, document, result, pieces, stored, notice: str, status: str) -> Outcome:
+        """Store the text and every chunk not stored yet, keyword-indexed, with the stages
+        left to do marked on them (and on the document), for a run with an endpoint. A
+        document an earlier run left halfway (killed, a full disk) is completed so too."""
         if document is None:
             document = self._store_parent(result, pending=OFFLINE_STAGES)
-            for piece in pieces:
-                if piece.chunk is not None:
+        missing = [p for p in pieces if p.chunk is not None and p.index not in stored]
+        for start in range(0, len(missing), OFFLINE_CHUNKS_PER_TRANSACTION):
+            with transaction(self.conn):
+                for piece in missing[start : start + OFFLINE_CHUNKS_PER_TRANSACTION]:
+                    pause("offline-chunk", piece, document["id"])
                     insert_chunk(self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES)
-            # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
-            document = self._complete(document)
-        outcome = self._outcome(document, [], "offline")
+        left = (
+            bool(missing)
+            or not result.chunks
+            or any(artifacts.pending_stages(row) for row in stored.values())
+        )
+        if left or document["status"] != "complete":
+            artifacts.set_pending(
+                self.conn, document["id"], OFFLINE_STAGES if left else document["pending"]
+            )
+        # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
+        document = self._complete(document)
+        outcome = self._outcome(document, [], status)
         outcome.notices.append(notice)
         return outcome
 
@@ -243,11 +358,16 @@ class _Run:
 
         async def extract(piece: Piece) -> None:
             asked = await ask(piece, extract_graph_request(piece.text, reference))
-            piece.extraction = Extraction.from_answer(asked.value)
+            piece.extraction = got = Extraction.from_answer(asked.value)
+            unreadable = (
+                f", {got.unreadable_dates} dates unreadable (stored unknown)"
+                if got.unreadable_dates
+                else ""
+            )
             self.step(
                 "extract_graph",
-                f"{len(piece.extraction.entities)} entities, "
-                f"{len(piece.extraction.edges)} edges{_of(piece, n)}",
+                f"{len(got.entities)} entities, {len(got.edges)} edges{unreadable}{_of(piece, n)}",
+                unreadable_dates=got.unreadable_dates,
             )
 
         async def summarize(piece: Piece) -> None:
@@ -333,6 +453,9 @@ class _Run:
                     self.step("resolve", f"decided by a batched resolve call{_of(piece, n)}")
                 if piece.index in embedding:
                     self.step("embed", f"{len(piece.vectors)} texts{_of(piece, n)}")
+                # One step of the loop between chunks, even when their answers are all in:
+                # a SIGINT lands between two chunks, not only after the whole document.
+                await asyncio.sleep(0)
                 written.append(writer.store(piece))
                 self.step(
                     "store_artifact",
@@ -355,8 +478,22 @@ class _Run:
             await self.calls.finish()
 
     async def _resolve(self, batch) -> None:
-        asked = await self.calls.ask(batch.request)
-        apply_answer(batch, asked.value)
+        apply_answer(batch, await self._decide(batch.items))
+
+    async def _decide(self, items) -> dict[str, Any]:
+        """The resolve answer for ``items``. One cut off at its output limit (too many
+        items to answer in 4,096 tokens) is asked again as two halves, down to single
+        items, so the same input can always complete; each part is its own request,
+        recorded and reused by a rerun like any other."""
+        halves = split_items(items)
+        try:
+            asked = await self.calls.ask(resolve_request(items), contained=len(halves) > 1)
+        except LLMError as exc:
+            if not exc.cut_off or len(halves) < 2:
+                raise
+            self.step("resolve", f"the answer for {_count(items)} items was cut off; halved")
+            return merge_answers(list(await asyncio.gather(*map(self._decide, halves))))
+        return asked.value
 
     async def _embed(self, piece: Piece) -> None:
         """One request for everything a piece yields (R5); new items' vectors are kept."""
@@ -533,6 +670,10 @@ def _summary_view(row: dict[str, Any]) -> dict[str, Any] | None:
 
 def _needs_work(chunk_row: dict[str, Any] | None) -> bool:
     return chunk_row is None or bool(artifacts.pending_stages(chunk_row))
+
+
+def _count(items: dict[str, list[Any]]) -> int:
+    return sum(len(v) for v in items.values())
 
 
 def _of(piece: Piece, n: int) -> str:

@@ -71,6 +71,7 @@ class Extraction:
 
     entities: list[Entity]
     edges: list[Edge]
+    unreadable_dates: int = 0  # given by the LLM but no date ("last March"): stored unknown
 
     @classmethod
     def from_answer(cls, value: dict[str, Any]) -> Extraction:
@@ -94,6 +95,15 @@ class Extraction:
             entity(item.get("name", ""), item.get("type", ""), item.get("summary", ""))
         edges: list[Edge] = []
         seen_edges: set[tuple[int, int, str, str]] = set()
+        unreadable = 0
+
+        def when(given: Any) -> str | None:
+            nonlocal unreadable
+            moment = canonical_time(given)
+            if moment is None and given not in (None, ""):
+                unreadable += 1
+            return moment
+
         for item in value.get("edges", ()):
             ends = []
             for name in (item.get("source", ""), item.get("target", "")):
@@ -114,12 +124,12 @@ class Extraction:
                     ends[1],
                     relation,
                     fact,
-                    canonical_time(item.get("valid_at")),  # "last March" stays unknown
-                    canonical_time(item.get("invalid_at")),
+                    when(item.get("valid_at")),  # "last March" stays unknown
+                    when(item.get("invalid_at")),
                     str(item.get("quote") or ""),
                 )
             )
-        return cls(entities, edges)
+        return cls(entities, edges, unreadable)
 
 
 def _relation(text: str) -> str:
@@ -162,7 +172,31 @@ class Batch:
     """One resolve call: the undecided items of consecutive chunks."""
 
     plans: list[Plan]
-    request: ChatRequest
+    items: dict[str, list[dict[str, Any]]]  # {"entities": [...], "edges": [...]}
+
+    @property
+    def request(self) -> ChatRequest:
+        return resolve_request(self.items)
+
+
+def split_items(
+    items: dict[str, list[dict[str, Any]]],
+) -> list[dict[str, list[dict[str, Any]]]]:
+    """A batch's items as two halves (in order), for an answer too long to come whole;
+    one item cannot be split."""
+    flat = [(kind, item) for kind in ("entities", "edges") for item in items.get(kind, ())]
+    if len(flat) < 2:
+        return [items]
+    middle = len(flat) // 2
+    return [
+        {kind: [item for k, item in part if k == kind] for kind in ("entities", "edges")}
+        for part in (flat[:middle], flat[middle:])
+    ]
+
+
+def merge_answers(values: list[dict[str, Any]]) -> dict[str, Any]:
+    """The answers of a split batch, as the one answer of the whole."""
+    return {kind: [a for v in values for a in v.get(kind, ())] for kind in ("entities", "edges")}
 
 
 class Resolver:
@@ -365,12 +399,10 @@ def batches(plans: list[Plan]) -> list[Batch]:
     return [
         Batch(
             group,
-            resolve_request(
-                {
-                    "entities": [item for p in group for item in p.entity_items],
-                    "edges": [item for p in group for item in p.edge_items],
-                }
-            ),
+            {
+                "entities": [item for p in group for item in p.entity_items],
+                "edges": [item for p in group for item in p.edge_items],
+            },
         )
         for group in groups
     ]

@@ -20,7 +20,7 @@ from typing import Any
 import apsw
 
 from gligabao.chunk import ChunkSettings, Cut, cut
-from gligabao.inputs import Source
+from gligabao.inputs import Source, shown_name
 from gligabao.store import artifacts, datasets
 from gligabao.store.db import dict_row, query, translate_errors
 from gligabao.store.errors import DatabaseError
@@ -72,7 +72,7 @@ def remembered_document(
     """The latest, not superseded document remembered from this file (never stdin)."""
     if dataset_id is None or source.path is None:
         return None
-    return artifacts.find_by_source(conn, dataset_id, os.path.abspath(source.name))
+    return artifacts.find_by_source(conn, dataset_id, shown_name(os.path.abspath(source.name)))
 
 
 def _layout(result: Cut) -> list[dict[str, Any]]:
@@ -146,8 +146,12 @@ def stored_contexts(
         return {}
     try:
         # READWRITE without CREATE: a missing file is an error, never a new database.
-        # (Not READONLY: SQLite could not remove the -wal and -shm files on close.)
-        conn = apsw.Connection(name, flags=apsw.SQLITE_OPEN_READWRITE)
+        # (Not READONLY where it can be written: SQLite could not remove the -wal and -shm
+        # files on close. Where it cannot, as on a read-only folder, READONLY reads it.)
+        folder = os.path.dirname(os.path.abspath(name))
+        writable = os.access(name, os.W_OK) and os.access(folder, os.W_OK)
+        flags = apsw.SQLITE_OPEN_READWRITE if writable else apsw.SQLITE_OPEN_READONLY
+        conn = apsw.Connection(name, flags=flags)
     except apsw.Error as exc:
         raise DatabaseError(f"cannot open database {name}: {exc}") from None
     try:

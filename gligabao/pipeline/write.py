@@ -27,12 +27,13 @@ from gligabao.store.db import query_one, transaction
 # exists. POINT is "chunk" (before the chunk's transaction: between the document row and
 # its first chunk, or between two chunks), "chunk-row" (in it, after the chunk's row),
 # "chunk-graph" (after its summary and graph, before its vectors) or "chunk-commit" (all
-# of it written, not yet committed). Read once, here; unset, as it is outside the
+# of it written, not yet committed) or "offline-chunk" (an offline run, before a chunk,
+# inside the transaction of up to 500 it is stored in). Read once, here; unset, as it is outside the
 # tests, each point costs one test of an empty string.
 _PAUSE_AT = os.environ.get("GB_TEST_PAUSE_AT", "")
 
 
-def _pause(point: str, piece: Piece, document_id: int) -> None:
+def pause(point: str, piece: Piece, document_id: int) -> None:
     global _PAUSE_AT
     if not _PAUSE_AT:
         return
@@ -108,7 +109,7 @@ class Writer:
         plan = piece.plan
         assert plan is not None and piece.extraction is not None
         session = doc["session_id"]
-        _pause("chunk", piece, doc["id"])
+        pause("chunk", piece, doc["id"])
         with transaction(self.conn):
             summary_id = None
             if piece.chunk is None:
@@ -147,7 +148,7 @@ class Writer:
                         doc["kind"],
                         self.dataset_id,
                     )
-                _pause("chunk-row", piece, doc["id"])
+                pause("chunk-row", piece, doc["id"])
                 summary_id = artifacts.insert_summary(
                     self.conn,
                     chunk_id=artifact_id,
@@ -156,10 +157,10 @@ class Writer:
                 )
             entities, new_entities = self._entities(piece, plan, artifact_id, session)
             edges, invalidated, new_edges = self._edges(piece, plan, artifact_id, session)
-            _pause("chunk-graph", piece, doc["id"])
+            pause("chunk-graph", piece, doc["id"])
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
             artifacts.set_pending(self.conn, artifact_id, ())
-            _pause("chunk-commit", piece, doc["id"])
+            pause("chunk-commit", piece, doc["id"])
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
 
     def _already_stored(self, piece: Piece, chunk_id: int) -> Written:

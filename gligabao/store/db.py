@@ -10,10 +10,13 @@ computed results (a dataset, a report, statistics) are small frozen dataclasses.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import itertools
 import json
 import os
+import stat
+import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -53,6 +56,7 @@ class Connection(apsw.Connection):
 
     path: str
     busy_timeout_ms: int
+    read_only: bool  # opened read-only: the file or its folder cannot be written
     _sibling: Connection | None = None
 
     def sibling(self) -> Connection:
@@ -101,28 +105,75 @@ def open_db(
 
     With `create=False` (every command that only reads or deletes) nothing is created:
     no file, no folder, and no schema written into a file that is not already gligabao's.
-    A missing or empty file raises NoDatabase; an SQLite file that holds other tables and
-    no `gb_migrations` (another program's) raises DatabaseError before anything is
-    written to it, WAL mode included. A gligabao database with an older schema is
-    migrated as always.
-    """
-    from gligabao.store.migrations import migrate  # migrations imports this module
+    A missing or empty file raises NoDatabase. Whatever `create` says, a path that is not
+    a regular file (/dev/null) and an SQLite file that holds other tables and no
+    `gb_migrations` (another program's) raise DatabaseError before anything is written
+    to them, WAL mode included. A gligabao database with an older schema is migrated.
 
+    A file that cannot be written (it, or its folder: the -wal and -shm files live
+    there) is opened read-only with `create=False`, and then nothing is ever written:
+    no WAL switch, no migration (one that is needed is a DatabaseError), and a command
+    that tries to change it gets DatabaseError; with `create=True` it is DatabaseError.
+    """
     name = os.fspath(path)
-    memory = name == ":memory:" or name == ""
-    flags = apsw.SQLITE_OPEN_READWRITE
-    if create or memory:
-        flags |= apsw.SQLITE_OPEN_CREATE
-    if not memory and create:
+    if name in (":memory:", ""):
+        flags = apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE
+        return _ready(_connect(name, flags, busy_timeout_ms))
+    exists = _existing(name, create)
+    if create and not exists:
         try:
             Path(name).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise DatabaseError(f"cannot create the folder of {name}: {exc.strerror}") from None
-    elif not memory and not os.path.lexists(name):
-        raise NoDatabase(name)
+    unwritable = _unwritable(name, exists)
+    if unwritable:
+        if create:
+            raise DatabaseError(
+                f"cannot write database {name}: {unwritable}; make it writable, or choose "
+                "another --db"
+            )
+        return _ready(_connect_read_only(name, busy_timeout_ms), read_only=True)
+    flags = apsw.SQLITE_OPEN_READWRITE | (apsw.SQLITE_OPEN_CREATE if create else 0)
+    # Without SQLITE_OPEN_CREATE a file removed since the check above is an error here,
+    # never a new empty database.
+    conn = _connect(name, flags, busy_timeout_ms, create=create)
+    # Another program's file is refused before WAL mode: that too would write to it.
+    return _ready(conn, check=exists, empty_ok=create)
+
+
+def _existing(name: str, create: bool) -> bool:
+    """Whether there is a file at `name`: DatabaseError for something else there (a
+    device, a FIFO: SQLite would write a -journal beside /dev/null), NoDatabase for
+    nothing unless `create`."""
     try:
-        # Without SQLITE_OPEN_CREATE a file removed since the check above is an error
-        # here, never a new empty database.
+        mode = os.stat(name).st_mode
+    except FileNotFoundError:  # a broken symbolic link too: SQLite creates its target
+        if not create:
+            raise NoDatabase(name) from None
+        return False
+    except OSError as exc:
+        raise DatabaseError(f"cannot open database {name}: {exc.strerror}") from None
+    if stat.S_ISDIR(mode):
+        raise DatabaseError(f"{name} is a directory, not a database file; check --db")
+    if not stat.S_ISREG(mode):
+        raise DatabaseError(f"{name} is not a regular file, so not a database; check --db")
+    return True
+
+
+def _unwritable(name: str, exists: bool) -> str | None:
+    """What stops SQLite writing the database, or None: the file, or its folder (for
+    the -wal, -shm and -journal files beside the file a symbolic link points to)."""
+    if exists and not os.access(name, os.W_OK):
+        return "it is read-only"
+    if not os.access(os.path.dirname(os.path.realpath(name)), os.W_OK | os.X_OK):
+        return "its folder is read-only (SQLite writes its -wal and -shm files there)"
+    return None
+
+
+def _connect(
+    name: str, flags: int, busy_timeout_ms: int = 10_000, *, create: bool = True
+) -> Connection:
+    try:
         conn = Connection(name, flags=flags)
     except apsw.CantOpenError as exc:
         if not create and not os.path.lexists(name):
@@ -130,6 +181,46 @@ def open_db(
         raise DatabaseError(f"cannot open database {name}: {exc}") from None
     conn.path = name
     conn.busy_timeout_ms = busy_timeout_ms
+    conn.read_only = False
+    return conn
+
+
+def _connect_read_only(name: str, busy_timeout_ms: int) -> Connection:
+    """A read-only connection to a file that cannot be written. With nothing in its
+    write-ahead log (the usual case: the last writer checkpointed and removed it) it is
+    opened immutable, as SQLite needs to create no -shm file then; with a log it is read
+    through, which SQLite can do only if the -shm file is already there."""
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    wal = f"{name}-wal"
+    logged = os.path.exists(wal) and os.path.getsize(wal) > 0
+    uri = "file:" + urllib.parse.quote(os.path.abspath(name)) + ("" if logged else "?immutable=1")
+    conn = _connect(uri, flags, busy_timeout_ms, create=False)
+    conn.path = name
+    conn.read_only = True
+    try:
+        with translate_errors(conn):  # not a database: one line
+            try:
+                conn.execute("SELECT count(*) FROM sqlite_master")  # SQLite opens files here
+            except apsw.CantOpenError:
+                raise DatabaseError(
+                    f"cannot read database {name}: it is read-only and its last changes, in "
+                    f"{wal}, can be read only where its -shm file can be made; make its "
+                    "folder writable"
+                ) from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def _ready(
+    conn: Connection, *, read_only: bool = False, check: bool = True, empty_ok: bool = False
+) -> Connection:
+    """`conn` with sqlite-vec loaded, its pragmas set and its schema current; closed if
+    any of that fails."""
+    from gligabao.store.migrations import migrate  # migrations imports this module
+
+    memory = conn.path in ("", ":memory:")
     try:
         conn.enable_load_extension(True)
         try:
@@ -138,13 +229,17 @@ def open_db(
             raise DatabaseError(f"cannot load sqlite-vec ({exc}); reinstall sqlite-vec") from None
         # Nothing else may load code into this process through SQL.
         conn.enable_load_extension(False)
-        conn.set_busy_timeout(busy_timeout_ms)
+        conn.set_busy_timeout(conn.busy_timeout_ms)
         conn.set_row_trace(dict_row)
         with translate_errors(conn):
-            if not create and not memory:
-                _check_ours(conn)  # before WAL: that too would write to the file
-            conn.execute("PRAGMA journal_mode=WAL")
+            if check and not memory:
+                _check_ours(conn, empty_ok=empty_ok)
             conn.execute("PRAGMA foreign_keys=ON")
+            if read_only:
+                conn.execute("PRAGMA query_only=ON")  # a write is ReadOnlyError, never tried
+                _check_schema(conn)
+                return conn
+            conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             migrate(conn)
     except BaseException:
@@ -153,9 +248,25 @@ def open_db(
     return conn
 
 
-def _check_ours(conn: Connection) -> None:
+def _check_schema(conn: Connection) -> None:
+    """A file opened read-only is used as it is: one that needs migrating is refused."""
+    from gligabao.store.migrations import SCHEMA_VERSION, schema_version
+
+    found = schema_version(conn)
+    if found > SCHEMA_VERSION:
+        raise SchemaTooNew(conn.path, found, SCHEMA_VERSION)
+    if found < SCHEMA_VERSION:
+        raise DatabaseError(
+            f"database {conn.path} has schema version {found} and this gligabao needs "
+            f"{SCHEMA_VERSION}, but it is read-only (it or its folder) so it cannot be "
+            "migrated; make it writable and run again"
+        )
+
+
+def _check_ours(conn: Connection, *, empty_ok: bool = False) -> None:
     """Refuse, writing nothing, a file that holds no gligabao database: an empty one
-    (NoDatabase) or another program's SQLite file (one with tables, no gb_migrations)."""
+    (NoDatabase, unless `empty_ok`: it is made one) or another program's SQLite file
+    (one with tables, no gb_migrations)."""
     row = query_one(
         conn,
         """SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'gb_migrations') AS ours,
@@ -165,6 +276,8 @@ def _check_ours(conn: Connection) -> None:
     if row["ours"]:
         return
     if not row["anything"]:
+        if empty_ok:
+            return
         raise NoDatabase(conn.path, " (the file is empty)")
     raise DatabaseError(
         f"{conn.path} is an SQLite database but not a gligabao one (it has other tables "
@@ -185,8 +298,41 @@ def translate_errors(conn: Connection) -> Iterator[None]:
         ) from None
     except apsw.CorruptError:
         raise DatabaseError(f"database {_path(conn)} is corrupt") from None
+    except apsw.CantOpenError as exc:
+        raise DatabaseError(
+            f"cannot open database {_path(conn)}: {exc}; check that it and its folder can be read"
+        ) from None
     except apsw.ReadOnlyError:
-        raise DatabaseError(f"database {_path(conn)} is read-only") from None
+        raise DatabaseError(
+            f"cannot write database {_path(conn)}: it (or its folder) is read-only; make it "
+            "writable to change it"
+        ) from None
+    except apsw.FullError:
+        raise _no_space(conn, "database or disk is full") from None
+    except apsw.IOError as exc:
+        raise _io_error(conn, exc) from None
+
+
+# A write refused for want of room: a full disk, a quota, a file-size limit (ulimit -f).
+_NO_SPACE = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+def _no_space(conn: apsw.Connection, reason: str) -> DatabaseError:
+    return DatabaseError(
+        f"cannot write database {_path(conn)}: no space left ({reason}); what was stored "
+        "before is kept: free some space and run the same command again to continue"
+    )
+
+
+def _io_error(conn: apsw.Connection, exc: apsw.IOError) -> DatabaseError:
+    """SQLite's "disk I/O error", with what the system said (conn.system_errno)."""
+    code = getattr(conn, "system_errno", 0)
+    if code in _NO_SPACE:
+        return _no_space(conn, os.strerror(code))
+    reason = f"{exc} ({os.strerror(code)})" if code else str(exc)
+    return DatabaseError(
+        f"cannot use database {_path(conn)}: {reason}; check the disk it is on and run again"
+    )
 
 
 def _path(conn: apsw.Connection) -> str:

@@ -214,7 +214,24 @@ ALTER TABLE gb_edge_artifacts ADD COLUMN exact INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX gb_edges_dataset_time ON gb_edges(dataset_id, coalesce(valid_at, created_at));
 """
 
-MIGRATIONS: list[str] = [_V1, _V2]
+# One run at a time per text (issue 13): a remember claims (dataset, sha256) before its
+# first call, and the claim keeps the moment that run's prompts are written against, so a
+# rerun after a failure before anything was stored sends the same requests (R11). `owner`
+# is the run holding it ("host:pid:token"), NULL once released; `heartbeat_at` is renewed
+# while it works, so a claim of a run that died is taken over.
+_V3 = """
+CREATE TABLE gb_claims (
+    dataset_id     INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    content_sha256 TEXT NOT NULL,
+    valid_at       TEXT NOT NULL,
+    reference_time TEXT NOT NULL,
+    owner          TEXT,
+    heartbeat_at   TEXT,
+    PRIMARY KEY (dataset_id, content_sha256)
+) WITHOUT ROWID;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

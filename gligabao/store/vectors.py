@@ -418,7 +418,9 @@ def knn(
     """The k nearest vectors by cosine distance, nearest first.
 
     `where` filters on metadata columns (e.g. {"parent_id": 3} for one document's
-    chunks). A dataset without vector tables has no neighbours.
+    chunks). A dataset without vector tables has no neighbours. A vector whose distance
+    is not a number (NaN, all zeros: stored by gb versions that did not check what the
+    server sent; SQLite makes NaN a NULL) is no neighbour, nor is any to such a query.
 
     A QUANTIZED index of more than QUANTIZED_MIN_VECTORS vectors is searched in two
     steps: the nearest OVERSAMPLE * k by Hamming distance over its bits table, then those
@@ -454,7 +456,7 @@ def knn(
                 SELECT e.vector_id, vec_distance_cosine(e.embedding, ?) AS distance
                 FROM coarse CROSS JOIN {_quoted(dataset_id, index_name)} e
                   ON e.vector_id = coarse.vector_id
-                ORDER BY distance LIMIT ?""",
+                ORDER BY distance IS NULL, distance LIMIT ?""",
             [blob, over, *filters, blob, int(k)],
         )
     else:
@@ -464,7 +466,8 @@ def knn(
             f"WHERE embedding MATCH ? AND k = ?{clauses} ORDER BY distance",
             [blob, int(k), *filters],
         )
-    return [Neighbor(r["vector_id"], r["distance"]) for r in rows]
+    # vec0's own scan ranks NULL distances after the others: dropping them loses none.
+    return [Neighbor(r["vector_id"], r["distance"]) for r in rows if r["distance"] is not None]
 
 
 def _oversampled(conn: apsw.Connection, dataset_id: int, index_name: str, k: int) -> int:
