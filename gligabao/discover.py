@@ -6,14 +6,18 @@ input later. The rules:
 - PATHs and `-` (standard input, at most once) are kept in the order given, each
   resolved path once. A name given explicitly (as an argument or in a
   ``--files-from`` list) is never filtered: a binary, hidden or missing file stays
-  an input, so that reading it gives `inputs.py`'s clear refusal.
+  an input, so that reading it gives `inputs.py`'s clear refusal. The one exception
+  is an empty or whitespace-only file in a ``--files-from`` list, skipped as in a
+  walk: every Python package has an empty ``__init__.py``, and a cron job that lists
+  a package must not fail on it every night. Named as an argument it is refused.
 - A directory is walked only with ``recursive`` (``-r``), depth first, each
   directory's entries sorted by name. While walking, hidden entries (a name that
   starts with ``.``) are skipped with one notice each (a hidden directory is not
   entered), and so are symbolic links to directories (never followed, so there are
   no loops), things that are not regular files (FIFOs, sockets, devices; never
-  opened), files that match no ``--glob``, and binary files (a NUL byte in their
-  first 8 KiB, the only part read). Symbolic links to files are followed. Without
+  opened), files that match no ``--glob``, binary files (a NUL byte in their first
+  8 KiB, the only part read for them) and empty or whitespace-only files (read on
+  past 8 KiB only while all is whitespace). Symbolic links to files are followed. Without
   ``-r`` a directory stays an input, and reading it says it is a directory.
 - ``--glob PATTERN`` (fnmatch, repeatable) is matched against a walked file's path
   relative to the walked directory and against its name; ``**/`` also matches no
@@ -24,25 +28,37 @@ input later. The rules:
   there names the file ``./-``, not standard input. The list may be a FIFO (as
   ``<(find ...)`` gives), never a device, and at most 64 MiB.
 
+Each skip has a short ``kind`` (``binary``, ``empty``, ...) so that a run can say
+what it skipped in one line, `skip_summary`.
+
 Path names that are not valid UTF-8 are kept as `os.fsdecode` gives them
 (surrogate escapes), so they round-trip to the same file.
 """
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import itertools
 import os
 import stat
 import sys
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from gligabao.errors import InputError, UsageError
-from gligabao.inputs import MAX_LIST_BYTES, STDIN, list_too_large, open_file, shown_name
+from gligabao.inputs import (
+    MAX_BYTES,
+    MAX_LIST_BYTES,
+    STDIN,
+    list_too_large,
+    open_file,
+    shown_name,
+)
 
-__all__ = ["SNIFF_BYTES", "Discovery", "Skipped", "discover"]
+__all__ = ["SNIFF_BYTES", "Discovery", "Skipped", "discover", "skip_summary"]
 
 SNIFF_BYTES = 8192  # a NUL byte within this many leading bytes marks a walked file binary
 
@@ -52,6 +68,23 @@ NO_GLOB = "does not match --glob"
 NOT_REGULAR = "not a regular file"
 DIR_LINK = "symbolic link to a directory (not followed)"
 BROKEN_LINK = "broken symbolic link"
+EMPTY = "empty"
+WHITESPACE = "holds only whitespace"
+UNREADABLE_DIR = "directory cannot be read"
+
+# The kind of each reason, as the one-line summary counts it ("skipped 3 empty"), in
+# the summary's order; each reads after any number.
+KINDS = {
+    HIDDEN: "hidden",
+    BINARY: "binary",
+    NO_GLOB: "not matching --glob",
+    EMPTY: "empty",
+    WHITESPACE: "empty",
+    NOT_REGULAR: "not regular files",
+    DIR_LINK: "linked to a directory",
+    BROKEN_LINK: "with a broken link",
+    UNREADABLE_DIR: "unreadable directories",
+}
 
 _READ_BLOCK = 1 << 16
 _OPEN_FLAGS = (
@@ -68,6 +101,12 @@ class Skipped:
 
     path: str
     reason: str
+
+    @property
+    def kind(self) -> str:
+        """What the one-line summary counts it as: its reason without the detail."""
+        head = self.reason.partition(":")[0]
+        return KINDS.get(head, head)
 
 
 @dataclass
@@ -104,7 +143,7 @@ def discover(
         walker.add(name)
     if files_from is not None:
         for name in _listed(files_from, null_sep, stdin):
-            walker.add(os.path.join(os.curdir, name) if name == STDIN else name)
+            walker.add(os.path.join(os.curdir, name) if name == STDIN else name, listed=True)
     return walker.found
 
 
@@ -121,12 +160,15 @@ class _Walker:
         self.seen: set[str] = set()  # resolved paths of the inputs, and "-"
         self.walked: set[str] = set()  # resolved directories already listed
 
-    def add(self, name: str) -> None:
-        """One name given explicitly: kept as it is, or walked if a directory and -r."""
+    def add(self, name: str, *, listed: bool = False) -> None:
+        """One name given explicitly: kept as it is, or walked if a directory and -r;
+        one ``listed`` in --files-from is skipped if empty (see the module doc)."""
         if name == STDIN:
             self._keep(name, STDIN)
         elif self.recursive and os.path.isdir(name):
             self._walk(name)
+        elif listed and (reason := _sniff(name, binary=False)) is not None:
+            self._skip(name, reason)
         else:
             self._keep(name, os.path.realpath(name))
 
@@ -170,7 +212,7 @@ class _Walker:
                 entries = sorted(it, key=lambda entry: entry.name)
         except OSError as exc:
             reason = "permission denied" if isinstance(exc, PermissionError) else exc.strerror
-            self._skip(shown or os.curdir, f"directory cannot be read: {reason or exc}")
+            self._skip(shown or os.curdir, f"{UNREADABLE_DIR}: {reason or exc}")
             return iter(())
         return (
             (
@@ -210,10 +252,12 @@ class _Walker:
             self._skip(shown, reason)
 
 
-def _sniff(path: str) -> str | None:
-    """Why a walked file is skipped after a look at its first 8 KiB, or None to keep it.
+def _sniff(path: str, *, binary: bool = True) -> str | None:
+    """Why a file is skipped after a look at its first 8 KiB (binary, unless not
+    ``binary``; not regular) or its whitespace (empty), or None to keep it.
 
-    A file that cannot be opened is kept: reading it later says why it was refused.
+    A file that cannot be opened or read is kept: reading it later says why it was
+    refused. So is a listed one that is not a regular file (``binary`` False).
     """
     try:
         fd = os.open(path, _OPEN_FLAGS)
@@ -221,13 +265,46 @@ def _sniff(path: str) -> str | None:
         return None
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return NOT_REGULAR
+            return NOT_REGULAR if binary else None
         head = os.read(fd, SNIFF_BYTES)
+        if binary and b"\0" in head:
+            return BINARY
+        return _blank(fd, head)
     except OSError:
         return None
     finally:
         os.close(fd)
-    return BINARY if b"\0" in head else None
+
+
+def _blank(fd: int, head: bytes) -> str | None:
+    """EMPTY or WHITESPACE when the file, ``head`` first, is nothing else, as reading it
+    would find (`inputs.decode`); None as soon as a block holds anything else, or for a
+    file that reading refuses for another reason (too large, not UTF-8)."""
+    if not head:
+        return EMPTY
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    block, total = head, 0
+    try:
+        while block:
+            total += len(block)
+            if total > MAX_BYTES or decoder.decode(block).strip():
+                return None
+            block = os.read(fd, _READ_BLOCK)
+        decoder.decode(b"", final=True)
+    except UnicodeDecodeError:
+        return None
+    return WHITESPACE
+
+
+def skip_summary(skipped: Sequence[Skipped]) -> str | None:
+    """One line for what a run skipped, counted by kind: ``skipped 32 binary, 135 not
+    matching --glob, 3 empty``; None when nothing was."""
+    counts = Counter(s.kind for s in skipped)
+    if not counts:
+        return None
+    order = dict.fromkeys([*KINDS.values(), *counts])  # a kind not listed, last
+    parts = (f"{counts[kind]} {kind}" for kind in order if counts[kind])
+    return f"skipped {', '.join(parts)}"
 
 
 def _glob_patterns(globs: Sequence[str]) -> tuple[str, ...]:

@@ -221,6 +221,7 @@ _TEXT_COLUMNS = {
     "relation",
     "created",
     "pending",
+    "state",
 }
 
 
@@ -272,7 +273,7 @@ def trajectory(steps: list[dict[str, Any]]) -> None:
 def document_view(doc: dict[str, Any]) -> None:
     head = (
         f"document {doc['id']}  kind {doc['kind']}  source {doc['source'] or '—'}  "
-        f"status {doc['status'] or '—'}  valid_at {doc['valid_at']}"
+        f"state {doc['state']}  valid_at {doc['valid_at']}"
     )
     stdout.print(_text(head, "bold"))
     if doc["chunks"]:
@@ -294,6 +295,35 @@ def document_view(doc: dict[str, Any]) -> None:
         stdout.print(table)
     else:
         stdout.print(_text(first_words(doc["text"], 200)))
+    _graph_tables(doc)
+
+
+def chunk_view(view: dict[str, Any]) -> None:
+    """A chunk (`gb show` of a chunk's id, or of its summary's): where it is, its text,
+    its summary and its facts. Asked by a summary's id, the summary comes first."""
+    place, document = view["place"], view["document"]
+    if place["role"] != "chunk":
+        stdout.print(_text(f"{place['id']}: {place['words']}", "bold"))
+        asked = view["summary"] if place["id"] == (view["summary"] or {}).get("id") else None
+        stdout.print(_text(asked["text"] if asked else view["situating_context"], lines=True))
+    head = (
+        f"chunk {view['chunk_index'] + 1} of {place['chunk_count'] or '?'} (id {view['id']}) "
+        f"of document {document['id']}  source {document['source'] or '—'}  "
+        f"lines {view['line_start']}-{view['line_end']}  state {document['state']}"
+    )
+    stdout.print(_text(head, "bold"))
+    if view["section"]:
+        stdout.print(_text(f"section {view['section']}"))
+    stdout.print(_text(view["text"], lines=True))
+    if view["situating_context"]:
+        stdout.print(_text(f"context: {view['situating_context']}", lines=True))
+    summary = view["summary"]
+    stdout.print(_text(f"summary {summary['id']}: {summary['text']}" if summary else "summary —"))
+    _graph_tables(view)
+
+
+def _graph_tables(doc: dict[str, Any]) -> None:
+    """The entities and facts linked to a document or a chunk."""
     if doc["entities"]:
         table = _table("entities", "id", "name", "type")
         for e in doc["entities"]:
@@ -322,8 +352,7 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
         "kind",
         "chunks",
         "tokens",
-        "status",
-        "pending",
+        "state",
         "created",
     )
     for row in rows:
@@ -335,8 +364,7 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
             row["kind"],
             f"{row['chunks_stored']}/{row['chunk_count'] or 0}",
             f"{row['tokens'] or 0:,}",
-            row["status"] or "—",
-            row["pending"] or "—",
+            row["state"],
             row["created_at"],
         )
     stdout.print(table)
@@ -356,6 +384,7 @@ def stats_table(counts: Any) -> None:
     table.columns[0].justify = "left"
     for name, value in (
         ("documents", counts.documents),
+        ("incomplete documents", counts.incomplete),
         ("chunks", counts.chunks),
         ("summaries", counts.summaries),
         ("entities", counts.entities),
@@ -449,11 +478,14 @@ def result_line(result: Any) -> None:
     )
 
 
-def tally_summary(tally: Any) -> str:
+def tally_summary(tally: Any, *, skipped: int = 0) -> str:
+    """The line that ends a batch; ``skipped``: files left out before it began."""
     counts = ", ".join(f"{n} {status}" for status, n in sorted(tally.by_status.items()))
     cost = _money(tally.cost, tally.priced) if tally.tokens else "$0"
+    # Not an input's status: the skipped files were never inputs.
+    left_out = f" ({skipped:,} file{'s' if skipped > 1 else ''} skipped)" if skipped else ""
     return (
-        f"{tally.done} inputs: {counts or 'none'}; {tally.chunks:,} chunks, "
+        f"{tally.done} inputs: {counts or 'none'}{left_out}; {tally.chunks:,} chunks, "
         f"{tally.tokens:,} tokens, cost {cost}, {tally.elapsed:.1f} s"
     )
 

@@ -51,7 +51,7 @@ def test_a_folder_with_glob_skips_hidden_and_binary_files_with_a_notice(gb_cli, 
     write("docs/.git/HEAD.md", story(5))
     write("docs/logo.md", b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + story(6).encode())
 
-    result = gb(gb_cli, "remember", "-r", "docs", "--glob", "*.md", "--json")
+    result = gb(gb_cli, "remember", "-r", "docs", "--glob", "*.md", "--json", "--verbose")
 
     assert statuses(result.stdout) == {"docs/a.md": "remembered", "docs/sub/b.md": "remembered"}
     notices = stderr_lines(result)
@@ -59,6 +59,7 @@ def test_a_folder_with_glob_skips_hidden_and_binary_files_with_a_notice(gb_cli, 
     assert "gb: skipped docs/.git: hidden" in notices
     assert "gb: skipped docs/logo.md: binary (NUL byte in the first 8 KiB)" in notices
     assert "gb: skipped docs/notes.txt: does not match --glob" in notices
+    assert "gb: skipped 2 hidden, 1 binary, 1 not matching --glob" in notices
     # The source stored on each document is its absolute path, whatever the working folder.
     by_source = current_by_source()
     assert set(by_source) == {absolute("docs/a.md"), absolute("docs/sub/b.md")}

@@ -13,7 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.discover import BINARY, HIDDEN, NO_GLOB, NOT_REGULAR, Discovery, discover
+from gligabao.discover import (
+    BINARY,
+    EMPTY,
+    HIDDEN,
+    NO_GLOB,
+    NOT_REGULAR,
+    SNIFF_BYTES,
+    WHITESPACE,
+    Discovery,
+    discover,
+    skip_summary,
+)
 from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.inputs import read_source
 
@@ -118,11 +129,81 @@ def test_r_skips_binary_files_by_their_first_8_kib_only() -> None:
     assert skipped(found) == [("docs/nul-at-8191.txt", BINARY), ("docs/nul-first.bin", BINARY)]
 
 
+def test_r_skips_empty_and_whitespace_only_files_as_reading_would_refuse_them() -> None:
+    make("pkg/__init__.py", data=b"")
+    make("pkg/sub/__init__.py", data=" \n\t\r\n\u3000\n".encode())  # str.strip's whitespace
+    make("pkg/sub/long.py", data=b" \n" * SNIFF_BYTES)  # blank past the 8 KiB sniffed
+    make("pkg/sub/late.py", data=b" " * (SNIFF_BYTES + 10) + b"x = 1\n")  # words after it
+    make("pkg/sub/mod.py")
+
+    found = discover(["pkg"], recursive=True)
+
+    assert found.inputs == ["pkg/sub/late.py", "pkg/sub/mod.py"]
+    assert skipped(found) == [
+        ("pkg/__init__.py", EMPTY),
+        ("pkg/sub/__init__.py", WHITESPACE),
+        ("pkg/sub/long.py", WHITESPACE),
+    ]
+    for path, _ in skipped(found):  # what reading it (named explicitly) would say
+        with pytest.raises(InputError, match=r"is empty|holds only whitespace"):
+            read_source(path)
+
+
+def test_r_keeps_a_blank_looking_file_that_reading_refuses_for_another_reason() -> None:
+    make("pkg/latin1.py", data=b" \xa0\n")  # not UTF-8: reading says so, not "empty"
+    make("pkg/huge.py", data=b" " * (2 << 20))  # over 1 MiB: reading says so
+
+    found = discover(["pkg"], recursive=True)
+
+    assert found.inputs == ["pkg/huge.py", "pkg/latin1.py"] and found.skipped == []
+
+
+def test_an_empty_file_named_explicitly_is_kept_and_refused_when_read() -> None:
+    make("empty.py", data=b"")
+
+    found = discover(["empty.py"], recursive=True)
+
+    assert found.inputs == ["empty.py"] and found.skipped == []
+    with pytest.raises(InputError, match="is empty") as exc:
+        read_source("empty.py")
+    assert exc.value.exit_code == ExitCode.BAD_INPUT
+
+
+def test_files_from_skips_empty_listed_files_and_keeps_the_others_as_given() -> None:
+    make("pkg/__init__.py", data=b"")
+    make("pkg/blank.py", data=b"\n\n")
+    make("pkg/.hidden.py", "pkg/mod.py")
+    Path("list.txt").write_text(
+        "pkg/__init__.py\npkg/blank.py\npkg/.hidden.py\nmissing.py\npkg/mod.py\n"
+    )
+
+    found = discover([], files_from="list.txt")
+
+    assert found.inputs == ["pkg/.hidden.py", "missing.py", "pkg/mod.py"]
+    assert skipped(found) == [("pkg/__init__.py", EMPTY), ("pkg/blank.py", WHITESPACE)]
+
+
+def test_skip_summary_counts_the_skipped_files_by_kind_in_one_line() -> None:
+    make("d/.h1", "d/.h2", "d/a.txt", "d/b.md")
+    make("d/x.md", "d/y.md", data=b"\0")
+    make("d/__init__.md", data=b"")
+    make("d/blank.md", data=b" \n")
+    os.mkfifo("d/pipe.md")
+
+    found = discover(["d"], recursive=True, globs=["*.md"])
+
+    assert found.inputs == ["d/b.md"]
+    assert skip_summary(found.skipped) == (
+        "skipped 2 hidden, 2 binary, 1 not matching --glob, 2 empty, 1 not regular files"
+    )
+    assert skip_summary(discover(["d/b.md"], recursive=True).skipped) is None
+
+
 def test_r_keeps_files_that_reading_will_refuse() -> None:
-    make("docs/empty.md", data=b"")
     make("docs/latin1.md", data="café".encode("latin-1"))
+    make("docs/huge.md", data=b"word " * (1 << 18))
     found = discover(["docs"], recursive=True)
-    assert found.inputs == ["docs/empty.md", "docs/latin1.md"]
+    assert found.inputs == ["docs/huge.md", "docs/latin1.md"]
 
 
 @posix_only

@@ -15,6 +15,7 @@ from gligabao.store import (
     artifacts,
     datasets,
     db,
+    forget,
     graph,
     inferences,
     integrity_problems,
@@ -500,13 +501,13 @@ def test_forget_repoints_an_edge_to_its_earliest_remaining_source(conn, ds: int)
     assert_vectors_consistent(conn, ds)
 
 
-def test_forget_one_chunk_keeps_the_rest(conn, ds: int) -> None:
+def test_forget_refuses_one_chunk_and_keeps_everything(conn, ds: int) -> None:
+    # A chunk taken out alone would leave its document complete with a hole (issue 12).
     a = store_doc_a(conn, ds)
-    report = artifacts.forget(conn, a.chunks[1])
-    assert (report.artifacts, report.chunks, report.summaries) == (2, 1, 1)
-    assert graph.get_entity(conn, a.entities["Bob"]) is None
-    assert graph.get_entity(conn, a.entities["Alice"]) is not None  # chunk 0 names her
-    assert chunk_indexes(conn, a.doc) == [0, 2]
+    with pytest.raises(forget.NotADocument, match=f"forget the document: gb forget {a.doc}"):
+        artifacts.forget(conn, a.chunks[1])
+    assert graph.get_entity(conn, a.entities["Bob"]) is not None
+    assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert_vectors_consistent(conn, ds)
 
 

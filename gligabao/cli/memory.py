@@ -12,7 +12,7 @@ from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, interrupted, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
-from gligabao.discover import discover
+from gligabao.discover import Discovery, discover, skip_summary
 from gligabao.errors import ConfigError, Interrupted, UsageError
 from gligabao.inputs import STDIN, shown_name
 
@@ -75,6 +75,9 @@ def remember_command(
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Print only errors (and --json lines)."
     ),
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="List each file skipped, and why (default: one line)."
+    ),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
     trace: options.Trace = False,
@@ -133,8 +136,7 @@ def remember_command(
         null_sep=null,
     )
     if not quiet:
-        for skipped in found.skipped:
-            render.notice(f"skipped {shown_name(skipped.path)}: {skipped.reason}")
+        _skip_notices(found, verbose)
     budget = None
     if max_cost is not None:
         budget = Budget(config, max_cost)
@@ -176,8 +178,18 @@ def remember_command(
         if not quiet or notice in tally.unfinished:
             render.warning(notice)
     if batch and not quiet:
-        render.notice(render.tally_summary(tally))
+        render.notice(render.tally_summary(tally, skipped=len(found.skipped)))
     raise typer.Exit(int(tally.exit_code()))
+
+
+def _skip_notices(found: Discovery, verbose: bool) -> None:
+    """One line for all the files skipped, by reason; each of them first with --verbose."""
+    if verbose:
+        for skipped in found.skipped:
+            render.notice(f"skipped {shown_name(skipped.path)}: {skipped.reason}")
+    summary = skip_summary(found.skipped)
+    if summary is not None:
+        render.notice(summary)
 
 
 def _interrupted(tally: Tally) -> Interrupted:

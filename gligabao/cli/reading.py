@@ -31,21 +31,26 @@ def _filter_id(config, conn) -> int | None:
 
 @command("show")
 def show(
-    artifact_id: int = typer.Argument(help="The id of a document (or of a chunk)."),
+    artifact_id: int = typer.Argument(help="The id of a document, a chunk or a summary."),
     db: options.Db = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Show a document with its chunks, summaries, entities and edges.
+    """Show a document with its chunks, summaries, entities and edges, or a chunk.
 
-    Example: gb show 12
+    A chunk's id (or its summary's) shows the chunk: its document, lines, text, summary
+    and facts. Example: gb show 12
     """
     _, conn = _open(config_path, db)
-    document = artifacts.get_document(conn, options.stored_id(artifact_id, "artifact"))
-    if as_json:
-        render.json_line(document)
+    artifact_id = options.stored_id(artifact_id, "artifact")
+    if artifacts.artifact_place(conn, artifact_id)["role"] == "document":
+        view, human = artifacts.get_document(conn, artifact_id), render.document_view
     else:
-        render.document_view(document)
+        view, human = artifacts.get_chunk(conn, artifact_id), render.chunk_view
+    if as_json:
+        render.json_line(view)
+    else:
+        human(view)
 
 
 @command("list")
@@ -59,6 +64,8 @@ def list_documents(
 ) -> None:
     """List the documents remembered, newest first, of every dataset unless one is named.
 
+    Each has a state: complete, incomplete (with the stages still to do) or superseded.
+    Ids are shared by documents, chunks and summaries, so document ids may skip.
     Example: gb list --dataset default -n 20
     """
     options.count("--limit", limit)
@@ -74,15 +81,15 @@ def list_documents(
 
 @command("forget")
 def forget_document(
-    artifact_id: int = typer.Argument(help="The id of the document to delete."),
+    artifact_id: int = typer.Argument(help="The id of the document (not of a chunk) to delete."),
     db: options.Db = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
     """Delete a document with its chunks, summaries, links, keyword rows and vectors.
 
-    Entities and facts that no other document supports are deleted with it.
-    Example: gb forget 12
+    Entities and facts that no other document supports are deleted with it. A chunk's
+    or a summary's id is refused (exit 2), naming its document. Example: gb forget 12
     """
     _, conn = _open(config_path, db)
     report = forget.forget(conn, options.stored_id(artifact_id, "artifact"))
@@ -99,8 +106,8 @@ def show_stats(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Count documents, chunks, summaries, entities, facts, LLM calls, tokens and cost,
-    of every dataset unless one is named.
+    """Count documents (and those incomplete), chunks, summaries, entities, facts, LLM
+    calls, tokens and cost, of every dataset unless one is named.
 
     Example: gb stats --json
     """

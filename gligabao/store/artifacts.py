@@ -24,16 +24,22 @@ from gligabao.store.forget import ForgetReport, forget  # re-exported: one famil
 from gligabao.store.fts import fts_query
 
 __all__ = [
+    "COMPLETE",
     "CONTEXT_KIND",
     "DERIVED_KINDS",
+    "INCOMPLETE",
     "SUMMARY_KIND",
+    "SUPERSEDED",
     "ForgetReport",
     "add_pending",
+    "artifact_place",
+    "document_state",
     "embedded_text",
     "find_by_source",
     "find_document",
     "forget",
     "get_artifact",
+    "get_chunk",
     "get_document",
     "index_artifact_text",
     "insert_chunk",
@@ -54,6 +60,11 @@ SUMMARY_KIND = "chunk_summary"
 CONTEXT_KIND = "chunk_context"  # Contextual Retrieval (X1): situates a chunk in its document
 DERIVED_KINDS = (SUMMARY_KIND, CONTEXT_KIND)  # written by the pipeline about a chunk, only
 
+# A document's state, the one word every command shows for it (list, show, stats).
+COMPLETE = "complete"
+INCOMPLETE = "incomplete"
+SUPERSEDED = "superseded"
+
 # `query` is also a column (and a parameter) of artifacts, hence the helpers' names
 # _rows / _row here.
 
@@ -70,6 +81,25 @@ def _pending(stages: Iterable[str] | str) -> str:
 
 def pending_stages(artifact: Mapping[str, Any]) -> list[str]:
     return artifact["pending"].split()
+
+
+def document_state(document: Mapping[str, Any], chunk_pending: Iterable[str] = ()) -> str:
+    """`superseded`, `complete`, or `incomplete: STAGE, ...`: the stages pending on the
+    document or on any of its chunks (`chunks` when a run left them unstored)."""
+    if document.get("superseded_by") is not None:
+        return SUPERSEDED
+    todo = [] if document["status"] == COMPLETE else ["chunks"]
+    todo += _pending(" ".join([document["pending"], *chunk_pending])).split()
+    return f"{INCOMPLETE}: {', '.join(todo)}" if todo else COMPLETE
+
+
+def _chunks_pending(conn: apsw.Connection, document_id: int) -> list[str]:
+    rows = _rows(
+        conn,
+        "SELECT pending FROM gb_artifacts WHERE parent_id = ? AND pending != '' ORDER BY id",
+        (document_id,),
+    )
+    return [r["pending"] for r in rows]
 
 
 def index_artifact_text(
@@ -315,7 +345,8 @@ def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
     `situating_context` from Contextual Retrieval, or None),
     `summary` (the artifact's own summary when it is a chunk), and the `entities` and
     `edges` linked to it or to its chunks (edges with source_name and target_name).
-    Summaries carry `model` and `reasoning` from their inference.
+    Summaries carry `model` and `reasoning` from their inference. A document also has
+    its `state` (document_state).
     """
     doc = _require(conn, artifact_id)
     chunks = _rows(
@@ -340,9 +371,103 @@ def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
         chunk["situating_context"] = contexts.get(chunk["id"])
     doc["chunks"] = chunks
     doc["summary"] = summaries.get(artifact_id)
+    if doc["parent_id"] is None:
+        doc["state"] = document_state(doc, _chunks_pending(conn, artifact_id))
     doc["entities"] = graph.entities_for_artifacts(conn, ids)
     doc["edges"] = graph.edges_for_artifacts(conn, ids)
     return doc
+
+
+_PLACE_SQL = """SELECT a.id, a.kind, a.parent_id, a.chunk_index,
+    CASE WHEN a.chunk_index IS NOT NULL THEN a.id
+         WHEN a.parent_id IS NOT NULL THEN p.id END AS chunk_id,
+    CASE WHEN a.chunk_index IS NOT NULL THEN a.chunk_index ELSE p.chunk_index END AS idx,
+    coalesce(g.id, p.id, a.id) AS document_id
+    FROM gb_artifacts a
+    LEFT JOIN gb_artifacts p ON p.id = a.parent_id
+    LEFT JOIN gb_artifacts g ON g.id = p.parent_id
+    WHERE a.id = ?"""
+
+
+def artifact_place(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+    """Where an artifact stands, since documents, chunks and what hangs off chunks share
+    one id sequence: `role` ('document', 'chunk' or the derived kind), `document_id`,
+    `chunk_id` and `chunk_index` (None for a document), `chunk_count` and `source` of its
+    document, and `words`, how a message names it ("chunk 4 of 7 of document 12 (a.md)")."""
+    row = _row(conn, _PLACE_SQL, (artifact_id,))
+    if row is None:
+        raise NotFound(f"no artifact with id {artifact_id}")
+    doc = _row(
+        conn, "SELECT source, chunk_count FROM gb_artifacts WHERE id = ?", (row["document_id"],)
+    )
+    assert doc is not None  # parents cascade: a child never outlives its document
+    role = "document" if row["parent_id"] is None else row["kind"]
+    if row["chunk_index"] is not None:
+        role = "chunk"
+    place = {
+        "id": artifact_id,
+        "role": role,
+        "document_id": row["document_id"],
+        "chunk_id": row["chunk_id"],
+        "chunk_index": row["idx"],
+        "chunk_count": doc["chunk_count"],
+        "source": doc["source"],
+    }
+    place["words"] = _place_words(place)
+    return place
+
+
+_ROLE_WORDS = {SUMMARY_KIND: "the summary", CONTEXT_KIND: "the situating context"}
+
+
+def _place_words(place: Mapping[str, Any]) -> str:
+    """An artifact named for a person: chunks are counted from 1, as `gb remember` does."""
+    document = f"document {place['document_id']}"
+    if place["source"]:
+        document += f" ({place['source']})"
+    if place["role"] == "document":
+        return document
+    chunk = f"chunk {place['chunk_index'] + 1} of {place['chunk_count'] or '?'}"
+    if place["role"] == "chunk":
+        return f"{chunk} of {document}"
+    role = _ROLE_WORDS.get(place["role"], place["role"])
+    return f"{role} of {chunk} (id {place['chunk_id']}) of {document}"
+
+
+def get_chunk(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+    """A chunk, or what hangs off one (its summary, its situating context), as `gb show`
+    needs it: the chunk row with `place` (artifact_place of the id asked for), `document`
+    (id, source, state), `line_start`/`line_end` (1-based lines of its byte span),
+    `summary`, `situating_context`, and the `entities` and `edges` linked to it."""
+    place = artifact_place(conn, artifact_id)
+    if place["chunk_id"] is None:
+        raise ValueError(f"artifact {artifact_id} is a document, not a chunk")
+    view = get_document(conn, place["chunk_id"])
+    view.pop("chunks")  # a chunk's children are its summary and context, not chunks
+    document = _require(conn, place["document_id"])
+    view["place"] = place
+    view["document"] = {
+        "id": document["id"],
+        "source": document["source"],
+        "state": document_state(document, _chunks_pending(conn, document["id"])),
+    }
+    view["line_start"], view["line_end"] = _line_span(
+        document["text"], view["start_offset"], view["end_offset"]
+    )
+    contexts = _rows(
+        conn,
+        "SELECT text FROM gb_artifacts WHERE parent_id = ? AND kind = ? ORDER BY id",
+        (place["chunk_id"], CONTEXT_KIND),
+    )
+    view["situating_context"] = contexts[0]["text"] if contexts else None
+    return view
+
+
+def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
+    # Here, not at the top: search imports this module.
+    from gligabao.search import line_range
+
+    return line_range(text.encode("utf-8"), start, end)
 
 
 def list_documents(
@@ -354,7 +479,7 @@ def list_documents(
     offset: int = 0,
 ) -> list[dict[str, Any]]:
     """Documents, newest first, without their text: a `preview` (first 120 characters),
-    the `dataset` name and `chunks_stored` instead."""
+    the `dataset` name, `chunks_stored` and the `state` (document_state) instead."""
     where = ["a.parent_id IS NULL"]
     params: list[Any] = []
     if dataset_id is not None:
@@ -362,19 +487,24 @@ def list_documents(
         params.append(dataset_id)
     if not include_superseded:
         where.append("a.superseded_by IS NULL")
-    return _rows(
+    rows = _rows(
         conn,
         f"""SELECT a.id, a.dataset_id, d.name AS dataset, a.kind, a.session_id, a.source,
                    a.content_sha256, a.valid_at, a.created_at, a.tokens, a.mode,
                    a.chunk_count, a.status, a.pending, a.superseded_by,
                    substr(a.text, 1, 120) AS preview, length(a.text) AS length,
                    (SELECT count(*) FROM gb_artifacts c
-                     WHERE c.parent_id = a.id AND c.chunk_index IS NOT NULL) AS chunks_stored
+                     WHERE c.parent_id = a.id AND c.chunk_index IS NOT NULL) AS chunks_stored,
+                   (SELECT group_concat(c.pending, ' ') FROM gb_artifacts c
+                     WHERE c.parent_id = a.id AND c.pending != '') AS chunks_pending
             FROM gb_artifacts a JOIN gb_datasets d ON d.id = a.dataset_id
             WHERE {" AND ".join(where)}
             ORDER BY a.id DESC LIMIT ? OFFSET ?""",
         [*params, limit, offset],
     )
+    for row in rows:
+        row["state"] = document_state(row, [row.pop("chunks_pending") or ""])
+    return rows
 
 
 def update_status(conn: apsw.Connection, artifact_id: int, status: str) -> None:

@@ -1,4 +1,7 @@
-"""Forgetting an artifact (`gb forget ID`), with everything that only it justified.
+"""Forgetting a document (`gb forget ID`), with everything that only it justified.
+
+Only a document is forgotten: a chunk taken out alone would leave its document marked
+complete with a hole, so a chunk's id (or its summary's) is refused, naming the document.
 
 Deleting the artifact cascades to its chunks, their summaries and every provenance link
 to them; triggers drop their keyword rows. What a cascade cannot do is done here, in
@@ -13,11 +16,12 @@ from dataclasses import dataclass
 
 import apsw
 
+from gligabao.errors import UsageError
 from gligabao.store import vectors
 from gligabao.store.db import query, query_one, scalar, transaction
 from gligabao.store.errors import NotFound
 
-__all__ = ["ForgetReport", "forget"]
+__all__ = ["ForgetReport", "NotADocument", "forget"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,12 @@ class ForgetReport:
     vectors: int
 
 
+class NotADocument(UsageError):
+    """The id given to forget is a chunk's, a summary's or a situating context's: ids are
+    shared by all of them. A usage error (exit 2): the id names the wrong thing, and
+    nothing was done."""
+
+
 _IN = "(SELECT value FROM json_each(?))"
 
 
@@ -48,11 +58,16 @@ def _count(conn: apsw.Connection, sql: str, ids: list[int]) -> int:
 
 
 def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
-    """Delete an artifact and all that hangs off it, in one transaction."""
+    """Delete a document and all that hangs off it, in one transaction; NotADocument
+    (before anything is written) for the id of a chunk or of what hangs off one."""
     with transaction(conn):
-        root = query_one(conn, "SELECT dataset_id FROM gb_artifacts WHERE id = ?", (artifact_id,))
+        root = query_one(
+            conn, "SELECT dataset_id, parent_id FROM gb_artifacts WHERE id = ?", (artifact_id,)
+        )
         if root is None:
             raise NotFound(f"no artifact with id {artifact_id}")
+        if root["parent_id"] is not None:
+            raise _not_a_document(conn, artifact_id)
         ds = root["dataset_id"]
         tree = query(
             conn,
@@ -174,4 +189,14 @@ def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
         edges_reopened=reopened,
         fts_rows=fts_rows,
         vectors=removed_vectors,
+    )
+
+
+def _not_a_document(conn: apsw.Connection, artifact_id: int) -> NotADocument:
+    # Here, not at the top: artifacts imports this module.
+    from gligabao.store.artifacts import artifact_place
+
+    place = artifact_place(conn, artifact_id)
+    return NotADocument(
+        f"{artifact_id} is {place['words']}; forget the document: gb forget {place['document_id']}"
     )

@@ -15,6 +15,7 @@ __all__ = ["Stats", "stats"]
 @dataclass(frozen=True)
 class Stats:
     documents: int  # parent artifacts (superseded ones included)
+    incomplete: int  # current documents not complete (artifacts.document_state)
     chunks: int
     summaries: int
     entities: int
@@ -30,6 +31,11 @@ class Stats:
 _SQL = """
 SELECT
   (SELECT count(*) FROM gb_artifacts WHERE parent_id IS NULL {a}) AS documents,
+  (SELECT count(*) FROM gb_artifacts d
+    WHERE d.parent_id IS NULL AND d.superseded_by IS NULL {a}
+      AND (d.status IS NOT 'complete' OR d.pending != '' OR EXISTS (
+           SELECT 1 FROM gb_artifacts c WHERE c.parent_id = d.id AND c.pending != ''))
+  ) AS incomplete,
   (SELECT count(*) FROM gb_artifacts
     WHERE chunk_index IS NOT NULL {a}) AS chunks,
   (SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary' {a}) AS summaries,
