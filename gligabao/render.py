@@ -21,8 +21,61 @@ if TYPE_CHECKING:
     from gligabao.evaluate import EvalResult
     from gligabao.search import Hit
 
-stdout = Console(highlight=False, soft_wrap=False)
+
+class _Stdout(Console):
+    """Standard output. Off a terminal (a pipe, a file) nothing is wrapped or cut at the
+    width rich guesses (80 columns, or COLUMNS): each record stays whole on its line."""
+
+    def print(self, *objects: Any, soft_wrap: bool | None = None, **options: Any) -> None:
+        if soft_wrap is None and not self.is_terminal:
+            soft_wrap = True
+        super().print(*objects, soft_wrap=soft_wrap, **options)
+
+
+stdout = _Stdout(highlight=False, soft_wrap=False)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def plain() -> bool:
+    """Whether stdout is not a terminal: tables are printed as tab-separated lines."""
+    return not stdout.is_terminal
+
+
+def _cell(value: Any) -> str:
+    return value.plain if isinstance(value, Text) else str(value)
+
+
+def emit(table: Table, *, heading: bool = False) -> None:
+    """A table: drawn on a terminal; elsewhere one line per row, its cells separated by tabs
+    (no box drawing, nothing cut), after a line of column names, for `cut -f` and `awk -F`.
+    With `heading`, the title comes first and the caption last (views of several tables).
+    Cells are made visible (see visible), so none holds a tab or a line break."""
+    if not plain():
+        stdout.print(table)
+        return
+    lines = [[_cell(table.title)]] if heading and table.title else []
+    lines.append([_cell(c.header) for c in table.columns])
+    cells = [list(c.cells) for c in table.columns]
+    lines += ([_cell(column[i]) for column in cells] for i in range(table.row_count))
+    if heading and table.caption:
+        lines.append([_cell(table.caption)])
+    tab_separated(lines)
+
+
+def tab_separated(lines: Sequence[Sequence[Any]]) -> None:
+    """Lines of fields on stdout, separated by tabs, written past rich (which would turn
+    the tabs into spaces); each field made visible, so none holds a tab or a line break."""
+    stdout.file.write("".join("\t".join(visible(str(f)) for f in line) + "\n" for line in lines))
+    stdout.file.flush()
+
+
+def _indent(text: Text, spaces: int) -> Any:
+    """`text` indented: on a terminal wrapped under its indent; elsewhere each line
+    indented as it is, never wrapped nor cut."""
+    if not plain():
+        return Padding(text, (0, 0, 0, spaces), expand=False)
+    return Text("\n").join(Text(" " * spaces) + line for line in text.split("\n"))
+
 
 # What a terminal may act on rather than show: C0 controls (ESC starts the sequences that
 # clear, move and recolour), DEL, C1 (U+009B is a CSI of its own), and the bidi embeddings,
@@ -165,7 +218,7 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         )
     table.caption = _text(f"{cut.tokens:,} tokens in {len(cut.chunks)} chunks ({sizing})")
     table.caption_justify = "left"
-    stdout.print(table)
+    emit(table, heading=True)
 
 
 def config_table(rows: list[tuple[str, Any, str]]) -> None:
@@ -175,7 +228,13 @@ def config_table(rows: list[tuple[str, Any, str]]) -> None:
     table.add_column("from", style="dim", overflow="fold")
     for key, value, source in rows:
         table.add_row(_text(key), _text(_shown_value(value)), _text(source))
-    stdout.print(table)
+    emit(table)
+
+
+def config_summary(lines: list[tuple[str, str]]) -> None:
+    """What `gb config` read and reaches, under its table: `config file  ./gligabao.toml`."""
+    for what, how in lines:
+        stdout.print(_text(f"{what:<12} {how}"))
 
 
 def _shown_value(value: Any) -> str:
@@ -231,10 +290,13 @@ def _row(table: Table, *values: Any) -> None:
     table.add_row(*(_text(v) for v in values))
 
 
-def _money(cost: float | None, priced: bool = True) -> str:
-    if cost is None or not priced:
-        return "unknown (no [prices] for the model)"
-    return f"${cost:.4f}"
+def _money(cost: float | None, unpriced: int = 0) -> str:
+    """The known cost, plus the calls whose model has no [prices] (never passed off as
+    free): `$0.0012`, `$0.0001 + 5 calls without a price`; no calls at all is `$0`."""
+    known = "$0" if not cost else f"${cost:.4f}"
+    if not unpriced:
+        return known
+    return f"{known} + {unpriced:,} call{'s' if unpriced > 1 else ''} without a price"
 
 
 def remember_panel(source: str, outcome: Any) -> None:
@@ -253,8 +315,11 @@ def remember_panel(source: str, outcome: Any) -> None:
         ),
         f"LLM        {spend.calls} calls ({spend.reused} answers reused), "
         f"{spend.input_tokens:,} in / {spend.output_tokens:,} out tokens",
-        f"cost       {_money(spend.cost, spend.priced) if spend.calls else '$0'}",
+        f"cost       {_money(spend.cost, spend.unpriced)}",
     ]
+    if plain():  # no box: the source on its own line, whole, then one line a field
+        stdout.print(_text("\n".join([source, *lines]), lines=True))
+        return
     stdout.print(
         Panel(
             _text("\n".join(lines), lines=True),
@@ -292,7 +357,7 @@ def document_view(doc: dict[str, Any]) -> None:
                 str(c["overlap_tokens"]),
                 first_words(summary, 60),
             )
-        stdout.print(table)
+        emit(table, heading=True)
     else:
         stdout.print(_text(first_words(doc["text"], 200)))
     _graph_tables(doc)
@@ -328,7 +393,7 @@ def _graph_tables(doc: dict[str, Any]) -> None:
         table = _table("entities", "id", "name", "type")
         for e in doc["entities"]:
             _row(table, str(e["id"]), e["name"], e["type"])
-        stdout.print(table)
+        emit(table, heading=True)
     if doc["edges"]:
         table = _table("edges", "id", "fact", "relation", "valid_at", "invalid_at")
         for e in doc["edges"]:
@@ -340,34 +405,71 @@ def _graph_tables(doc: dict[str, Any]) -> None:
                 e["valid_at"] or "—",
                 e["invalid_at"] or "—",
             )
-        stdout.print(table)
+        emit(table, heading=True)
 
 
 def documents_table(rows: list[dict[str, Any]]) -> None:
-    table = _table(
-        "documents",
-        "id",
-        "dataset",
-        "source",
-        "kind",
-        "chunks",
-        "tokens",
-        "state",
-        "created",
+    """Off a terminal every field whole. On one, the file name matters most: paths are
+    shortened from the left to what the screen leaves them, dates to the minute, and a
+    superseded version is dimmed and says which document replaced it."""
+    columns = ("id", "dataset", "source", "kind", "chunks", "tokens", "state", "created")
+    cells = [_document_cells(row, terse=not plain()) for row in rows]
+    if not plain():
+        room = _room_for(columns, cells, stdout.width, column=2)
+        cells = [(*c[:2], left_cut(c[2], room), *c[3:]) for c in cells]
+    table = _table("documents", *columns)
+    table.columns[2].max_width = None  # already fitted: never cut at its end
+    for row, values in zip(rows, cells, strict=True):
+        dim = "dim" if row.get("superseded_by") is not None and not plain() else None
+        table.add_row(*(_text(v) for v in values), style=dim)
+    emit(table)
+
+
+def _document_cells(row: dict[str, Any], *, terse: bool) -> tuple[str, ...]:
+    state = row["state"]
+    if terse and row.get("superseded_by") is not None:
+        state = f"superseded by {row['superseded_by']}"
+    created = row["created_at"] or "—"
+    return (
+        str(row["id"]),
+        str(row["dataset"]),
+        row["source"] or "—",
+        str(row["kind"]),
+        f"{row['chunks_stored']}/{row['chunk_count'] or 0}",
+        f"{row['tokens'] or 0:,}",
+        str(state),
+        short_time(created) if terse else created,
     )
-    for row in rows:
-        _row(
-            table,
-            str(row["id"]),
-            row["dataset"],
-            row["source"] or "—",
-            row["kind"],
-            f"{row['chunks_stored']}/{row['chunk_count'] or 0}",
-            f"{row['tokens'] or 0:,}",
-            row["state"],
-            row["created_at"],
-        )
-    stdout.print(table)
+
+
+def short_time(iso: str) -> str:
+    """An ISO-8601 time to the minute, as a person reads it: `2026-12-01 16:05`."""
+    return iso[:16].replace("T", " ")
+
+
+def _room_for(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, *, column: int
+) -> int:
+    """The width a rich table `width` columns wide leaves to `column`, the others shown
+    whole: each column takes its widest cell plus 3 (padding and rule), the frame 1."""
+    others = sum(
+        max(len(visible(v)) for v in (headers[i], *(r[i] for r in rows)))
+        for i in range(len(headers))
+        if i != column
+    )
+    return max(width - others - 3 * len(headers) - 1, 16)
+
+
+def left_cut(path: str, width: int) -> str:
+    """`path` in at most `width` characters, cut from the left so that the file name stays:
+    `…/email/utils.py`; at a folder boundary where one fits."""
+    if len(visible(path)) <= width:
+        return path
+    tail = path[len(path) - width + 1 :]
+    slash = tail.find("/")
+    if 0 <= slash < len(tail) - 1:
+        tail = tail[slash:]
+    return "…" + tail
 
 
 def forget_line(report: Any) -> None:
@@ -396,8 +498,8 @@ def stats_table(counts: Any) -> None:
         ("cached tokens", counts.cached_tokens),
     ):
         _row(table, name, f"{value:,}")
-    _row(table, "cost", _money(counts.cost))
-    stdout.print(table)
+    _row(table, "cost", _money(counts.cost, counts.unpriced))
+    emit(table)
 
 
 def vec_stats_table(dataset: str, rows: list[Any]) -> None:
@@ -406,7 +508,7 @@ def vec_stats_table(dataset: str, rows: list[Any]) -> None:
     )
     for row in rows:
         _row(table, row.table, str(row.held), str(row.should), str(row.pending), str(row.missing))
-    stdout.print(table)
+    emit(table)
 
 
 def inferences_table(rows: list[dict[str, Any]]) -> None:
@@ -438,16 +540,25 @@ def inferences_table(rows: list[dict[str, Any]]) -> None:
             str(row["duration_ms"] or "—"),
             row["created_at"],
         )
-    stdout.print(table)
+    emit(table)
 
 
 def status_line(result: Any) -> None:
     style = "green" if result.state == "in sync" else "yellow"
     document = f"document {result.document_id}" if result.document_id else "—"
+    if plain():  # states have spaces ("in sync"): tabs keep the fields apart for cut -f
+        tab_separated([(result.state, result.source, document, result.detail)])
+        return
     stdout.print(
         _assemble((f"{result.state:<16}", style), f" {result.source}  {document}  "),
         _text(result.detail, "dim"),
     )
+
+
+def status_summary(files: int, states: Mapping[str, int]) -> None:
+    """The line that ends `gb status`, on stderr: `gb: 3 files: 2 in sync, 1 changed`."""
+    counts = ", ".join(f"{n:,} {state}" for state, n in states.items())
+    notice(f"{files:,} file{'s' if files != 1 else ''}: {counts or 'none checked'}")
 
 
 # --- batches -----------------------------------------------------------------
@@ -481,7 +592,7 @@ def result_line(result: Any) -> None:
 def tally_summary(tally: Any, *, skipped: int = 0) -> str:
     """The line that ends a batch; ``skipped``: files left out before it began."""
     counts = ", ".join(f"{n} {status}" for status, n in sorted(tally.by_status.items()))
-    cost = _money(tally.cost, tally.priced) if tally.tokens else "$0"
+    cost = _money(tally.cost, tally.unpriced)
     # Not an input's status: the skipped files were never inputs.
     left_out = f" ({skipped:,} file{'s' if skipped > 1 else ''} skipped)" if skipped else ""
     return (
@@ -524,7 +635,7 @@ class BatchProgress:
         if self.progress is None:
             return
         t = self.tally
-        cost = _money(t.cost, t.priced) if t.tokens else "$0"
+        cost = _money(t.cost, t.unpriced)
         detail = f"{t.chunks:,} chunks, {t.tokens:,} tokens, {cost}"
         self.progress.update(self.task, completed=t.done, detail=detail)
 
@@ -561,7 +672,7 @@ def search_hits(hits: list[Hit], query: str) -> None:
             text = Text(label, style="dim") + _text(body.strip(), lines=True)
             if pattern:
                 text.highlight_regex(pattern, style="bold yellow")
-            stdout.print(Padding(text, (0, 0, 0, 3), expand=False))
+            stdout.print(_indent(text, 3))
         stdout.print()
 
 
@@ -588,7 +699,7 @@ def eval_table(results: list[EvalResult], queries: int, ks: Sequence[int]) -> No
             cells = [r.dataset, r.method, str(r.queries), *(_percent(r.fail_rate(k)) for k in ks)]
             cells.append(tokens)
         table.add_row(*(_text(c) for c in cells))
-    stdout.print(table)
+    emit(table)
 
 
 def _interval(fact: Any) -> str:
@@ -610,7 +721,7 @@ def facts_list(facts: list[Any], *, where: bool = True) -> None:
             ("" if fact.status == "current" else "  closed", "yellow"),
         )
         stdout.print(head, soft_wrap=True)
-        stdout.print(Padding(_text(fact.fact, lines=True), (0, 0, 0, 3), expand=False))
+        stdout.print(_indent(_text(fact.fact, lines=True), 3))
         for evidence in fact.evidence if where else ():
             stdout.print(_text("   " + evidence.where, "dim cyan"), soft_wrap=True)
 
@@ -650,7 +761,7 @@ def _evidence_lines(evidence: Any, read_lines: Any) -> None:
     text.stylize("bold yellow" if evidence.exact else "yellow", start, end)
     mark = "" if evidence.exact else "  (not an exact quote: the span shown is approximate)"
     stdout.print(_text(f"   {evidence.where}{mark}", "dim cyan"), soft_wrap=True)
-    stdout.print(Padding(text, (0, 0, 0, 5), expand=False))
+    stdout.print(_indent(text, 5))
 
 
 def entity_view(view: Any) -> None:
@@ -661,7 +772,7 @@ def entity_view(view: Any) -> None:
         soft_wrap=True,
     )
     if view.summary:
-        stdout.print(Padding(_text(view.summary, lines=True), (0, 0, 0, 3), expand=False))
+        stdout.print(_indent(_text(view.summary, lines=True), 3))
     stdout.print(Text(f"facts ({len(view.facts)}), oldest first:", style="bold"))
     facts_list(view.facts)
     for fact in view.facts:
@@ -688,4 +799,4 @@ def entities_table(items: list[Any]) -> None:
     table = _table("entities", "id", "name", "type", "facts", "documents")
     for item in items:
         _row(table, item.id, item.name, item.type, item.fact_count, item.document_count)
-    stdout.print(table)
+    emit(table)

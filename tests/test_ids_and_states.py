@@ -61,7 +61,7 @@ def test_an_offline_document_is_incomplete_everywhere_until_an_online_run(
     assert len(_chunks(doc_id)) > 1
 
     table = gb(gb_cli, "list").stdout
-    assert OFFLINE in table and " complete " not in table
+    assert OFFLINE in table and "\tcomplete\t" not in table
     assert f"state {OFFLINE}" in gb(gb_cli, "show", str(doc_id)).stdout
     (listed,) = _list_json(gb_cli)
     assert listed["state"] == OFFLINE
@@ -78,7 +78,7 @@ def test_an_offline_document_is_incomplete_everywhere_until_an_online_run(
     assert json.loads(gb(gb_cli, "show", str(doc_id), "--json").stdout)["state"] == "complete"
     assert json.loads(gb(gb_cli, "stats", "--json").stdout)["incomplete"] == 0
     table = gb(gb_cli, "list").stdout
-    assert " complete " in table and "incomplete" not in table
+    assert "\tcomplete\t" in table and "incomplete" not in table
 
 
 def test_a_superseded_version_says_so_and_only_current_documents_count_as_incomplete(

@@ -35,7 +35,7 @@ def test_a_cron_run_over_a_package_with_empty_init_files_exits_0(gb_cli, online)
     status = gb(gb_cli, "status", "-r", "pkg", "--glob", "*.py", "--json")
     states = {line["source"]: line["state"] for line in map(json.loads, status.stdout.splitlines())}
     assert states == {"pkg/mime/text.py": "in sync", "pkg/sub/core.py": "in sync"}
-    assert status.stderr == ""
+    assert status.stderr == "gb: 2 files: 2 in sync\n"  # the summary line alone
 
 
 def test_an_empty_file_named_explicitly_is_still_refused(gb_cli, online) -> None:
@@ -116,4 +116,4 @@ def test_status_r_skips_empty_files_as_remember_does(gb_cli, online) -> None:
         "pkg/mime/text.py",
         "pkg/sub/core.py",
     ]
-    assert result.stderr == ""
+    assert result.stderr == "gb: 2 files: 2 in sync\n"  # the summary line alone

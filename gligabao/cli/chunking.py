@@ -12,9 +12,10 @@ from gligabao import render
 from gligabao.chunk import Cut, cut
 from gligabao.cli import options
 from gligabao.cli.app import command, configure
-from gligabao.config import Config
+from gligabao.config import CONFIG_NAME, Config
 from gligabao.errors import DatabaseError, ExitCode, InputError, UsageError
 from gligabao.inputs import STDIN, Source, read_source
+from gligabao.llm.endpoint import Endpoints, safe_url
 
 
 @command("chunk-preview")
@@ -110,11 +111,40 @@ def show_config(
     Example: GB_CHUNK_SIZE=512 gb config
     """
     flags = options.chunk_flags(chunk_size, overlap, mode, tokenizer)
-    rows = configure(config_path, flags).shown()
+    config = configure(config_path, flags)
+    rows = config.shown()
     if as_json:
         render.json_line({key: {"value": _plain(v), "source": s} for key, v, s in rows})
     else:
         render.config_table(rows)
+        render.config_summary(_where_from(config))
+
+
+def _where_from(config: Config) -> list[tuple[str, str]]:
+    """(what, how) lines under the table: the file read, and the endpoints (no key)."""
+    if config.path is not None:
+        read = str(config.path)
+    else:
+        from platformdirs import user_config_dir  # where find_config_file looks
+
+        user = os.path.join(user_config_dir("gligabao"), CONFIG_NAME)
+        read = f"none found (looked for ./{CONFIG_NAME} and {user}; --config or GB_CONFIG)"
+    ends = Endpoints.from_config(config)
+    chat_key = f"{config['llm.api_key_env']} or llm.base_url"
+    embed_key = config["embeddings.api_key_env"] or chat_key
+    return [
+        ("config file", read),
+        ("LLM (chat)", _endpoint(ends.chat_url, ends.chat_key, chat_key)),
+        ("embeddings", _endpoint(ends.embed_url, ends.embed_key, embed_key)),
+    ]
+
+
+def _endpoint(url: str | None, key: str | None, to_set: str) -> str:
+    """Whether requests can go out, and where; only whether a key is set, never the key."""
+    if not (url or key):  # as Endpoints.chat_available / embeddings_available
+        return f"not configured: set {to_set} (gb works offline until then)"
+    where = safe_url(url) if url else "the OpenAI API"
+    return f"configured: {where}, {'with' if key else 'without'} an API key"
 
 
 def _plain(value: object) -> object:

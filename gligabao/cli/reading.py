@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import typer
 
 from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, dataset_named, open_store, require_dataset
+from gligabao.config import STAGES
 from gligabao.discover import discover
 from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.inputs import read_source
+from gligabao.llm.endpoint import EMBED_STAGE
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
+
+# Every stage an inference is recorded under: the chat stages and the embeddings.
+KNOWN_STAGES = (*STAGES, EMBED_STAGE)
 
 
 def _open(config_path: str | None, db: str | None, dataset: str | None = None):
@@ -143,7 +149,7 @@ def vec_stats(
 @command("inferences")
 def list_inferences(
     db: options.Db = None,
-    stage: str = typer.Option(None, help="Only this stage (extract_graph, embed, ...)."),
+    stage: str = typer.Option(None, help=f"Only this stage: {', '.join(KNOWN_STAGES)}."),
     limit: int = typer.Option(50, "--limit", "-n", help="How many, newest first."),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -153,6 +159,9 @@ def list_inferences(
     Example: gb inferences --stage summarize_chunk -n 10
     """
     options.count("--limit", limit)
+    if stage is not None and stage not in KNOWN_STAGES:
+        # An unknown stage matches no row: an empty table would look like "no calls".
+        raise UsageError(f"unknown stage {stage!r}: use one of {', '.join(KNOWN_STAGES)}")
     _, conn = _open(config_path, db)
     rows = inference_rows.list_inferences(conn, limit, stage)
     if as_json:
@@ -198,6 +207,7 @@ def status(
         raise UsageError("name the files to check (or -r FOLDER)")
     conn, dataset_id = None, None
     worst = ExitCode.OK
+    states: Counter[str] = Counter()
     for name in names:
         try:
             source = read_source(name)
@@ -209,11 +219,14 @@ def status(
         except InputError as exc:
             render.error(str(exc))
             worst = ExitCode.BAD_INPUT
+            states["unreadable"] += 1
             continue
+        states[result.state] += 1
         if result.state != IN_SYNC and worst == ExitCode.OK:
             worst = ExitCode.FAILURE
         if as_json:
             render.json_line(dataclasses.asdict(result))
         else:
             render.status_line(result)
+    render.status_summary(len(names), states)
     raise typer.Exit(int(worst))

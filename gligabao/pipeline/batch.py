@@ -116,6 +116,7 @@ class Tally:
     tokens: int = 0
     cost: float = 0.0
     priced: bool = True
+    unpriced: int = 0  # calls without a price
     notices: list[str] = field(default_factory=list)
     unfinished: list[str] = field(default_factory=list)  # notices of inputs left pending
     started: float = field(default_factory=time.monotonic)
@@ -129,6 +130,7 @@ class Tally:
         self.tokens += spend.input_tokens + spend.output_tokens
         self.cost += spend.cost
         self.priced = self.priced and spend.priced
+        self.unpriced += spend.unpriced
         if result.outcome is not None:
             self.chunks += len(result.outcome.response.get("chunks", ()))
             for notice in result.outcome.notices:

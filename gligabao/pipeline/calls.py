@@ -55,6 +55,7 @@ class Spend:
     cached_tokens: int = 0
     cost: float = 0.0
     priced: bool = True
+    unpriced: int = 0  # calls without a price: their cost is not in `cost`
     by_stage: dict[str, int] = field(default_factory=dict)
 
     def add(self, inference: Inference) -> None:
@@ -65,6 +66,7 @@ class Spend:
         self.cached_tokens += inference.cached_tokens
         if inference.cost is None:
             self.priced = False
+            self.unpriced += 1
         else:
             self.cost += inference.cost
 

@@ -25,7 +25,8 @@ class Stats:
     input_tokens: int
     output_tokens: int
     cached_tokens: int
-    cost: float | None  # None when no inference had a known price
+    cost: float | None  # of the priced calls; None when no inference had a known price
+    unpriced: int  # calls without a price (their model has no [prices]): not in cost
 
 
 _SQL = """
@@ -42,10 +43,11 @@ SELECT
   (SELECT count(*) FROM gb_entities WHERE 1 {a}) AS entities,
   (SELECT count(*) FROM gb_edges e WHERE {current} {a}) AS edges_valid,
   (SELECT count(*) FROM gb_edges e WHERE NOT {current} {a}) AS edges_closed,
-  i.n AS inferences, i.input_tokens, i.output_tokens, i.cached_tokens, i.cost
+  i.n AS inferences, i.input_tokens, i.output_tokens, i.cached_tokens, i.cost, i.unpriced
 FROM (SELECT count(*) AS n, coalesce(sum(input_tokens), 0) AS input_tokens,
              coalesce(sum(output_tokens), 0) AS output_tokens,
-             coalesce(sum(cached_tokens), 0) AS cached_tokens, sum(cost) AS cost
+             coalesce(sum(cached_tokens), 0) AS cached_tokens, sum(cost) AS cost,
+             count(*) - count(cost) AS unpriced
       FROM gb_inferences WHERE 1 {a}) AS i
 """
 
