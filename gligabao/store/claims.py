@@ -8,10 +8,10 @@ document, one set of facts, nothing paid twice. The claim also keeps the run's m
 prompts, so the answers already paid for are found by their request hash (R11).
 
 A claim is held by an owner "host:pid:token" and renewed (`heartbeat_at`) while its run
-works; one whose process is gone (same host) or that has not been renewed for
-`STALE_AFTER_S` is free to take over. Released (owner NULL) when a run fails, so the
-moment stays; deleted when the document is stored whole, so a later `--force` starts
-afresh.
+works; one whose process is gone (on this host) or, from another host, that has not
+been renewed for `STALE_AFTER_S`, is free to take over. Released (owner NULL) when a
+run fails, so the moment stays; deleted when the document is stored whole, so a later
+`--force` starts afresh.
 """
 
 from __future__ import annotations
@@ -137,15 +137,9 @@ def _parts(owner: str) -> tuple[str, int | None, str]:
 
 
 def _alive(row: dict[str, Any]) -> bool:
-    """Whether the claim's run may still be working: renewed lately, and, on this host,
-    its process still there."""
-    beat = row["heartbeat_at"]
-    try:
-        when = datetime.fromisoformat(beat.replace("Z", "+00:00")) if beat else None
-    except ValueError:
-        when = None
-    if when is None or datetime.now(timezone.utc) - when > timedelta(seconds=STALE_AFTER_S):
-        return False
+    """Whether the claim's run may still be working. On this host its process says so
+    (a run busy for minutes between two renewals is alive all the same); a claim from
+    another host is alive while it is renewed."""
     host, pid, _ = _parts(row["owner"])
     if host == socket.gethostname() and pid is not None:
         try:
@@ -153,5 +147,13 @@ def _alive(row: dict[str, Any]) -> bool:
         except ProcessLookupError:
             return False
         except PermissionError:
-            return True  # someone else's process, alive
-    return True
+            pass  # someone else's process, alive
+        return True
+    beat = row["heartbeat_at"]
+    try:
+        when = datetime.fromisoformat(beat.replace("Z", "+00:00")) if beat else None
+    except ValueError:
+        return False
+    return when is not None and datetime.now(timezone.utc) - when <= timedelta(
+        seconds=STALE_AFTER_S
+    )
