@@ -13,6 +13,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -74,9 +76,6 @@ def kill_at(server: LLMServer | None, point: str, *args: str, env: dict | None =
 
 def start_offline(*args: str, env: dict | None = None):
     """`gb ARGS` with no LLM endpoint at all (the server's variables removed)."""
-    import subprocess
-    import sys
-
     base = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "GB_"))}
     return subprocess.Popen(
         [sys.executable, "-m", "gligabao", *args],
