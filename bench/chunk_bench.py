@@ -52,6 +52,10 @@ OVERLAP_CHARS = CHUNK_CHARS * OVERLAP_PERCENT // 100  # 819
 SLOW_RUN_S = 20.0  # a method whose warm-up run takes longer is timed over 3 runs only
 SLOW_RUNS = 3
 MARKDOWN_LIMIT = 3.0  # issue 5: our markdown mode at most 3x the time of our text mode
+# Issue 14: cut(mode=text) counts nothing split_text does not, and split_text is within
+# 1.6x one estimator pass over the prose corpus.
+CUT_LIMIT = 1.05
+FLOOR_LIMIT = 1.6
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -276,11 +280,16 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 90 else text[:87] + "..."
 
 
-def build_methods(count: Callable[[str], int], split_text: Callable[..., list]) -> list[Method]:
+def build_methods(
+    count: Callable[[str], int], split_text: Callable[..., list], peers: bool = True
+) -> list[Method]:
     """Every method as a (lazy) callable; imports happen on first call so that a missing
-    peer only marks its own rows as unavailable."""
+    peer only marks its own rows as unavailable. ``peers`` False: ours and the floor only."""
+    from gligabao.chunk import ChunkSettings, cut
+
     ov_tok = f"{OVERLAP_TOKENS} tok"
     ov_chr = f"{OVERLAP_CHARS} ch"
+    text_mode = ChunkSettings(CHUNK_TOKENS, OVERLAP_PERCENT, "text")
     methods = [
         Method(
             "ours: split_text",
@@ -290,8 +299,17 @@ def build_methods(count: Callable[[str], int], split_text: Callable[..., list]) 
             texts=lambda out: [c.text for c in out],  # type: ignore[attr-defined]
             ours=True,
         ),
+        Method(
+            "cut(mode=text)",  # what gb remember calls: counts the text, and cuts it
+            "estimator",
+            f"{OVERLAP_PERCENT}%",
+            lambda t: cut(t, text_mode),
+            texts=lambda out: [c.text for c in out.chunks],  # type: ignore[attr-defined]
+        ),
         Method("floor: Estimator().count", "estimator", "-", lambda t: count(t), None, floor=True),
     ]
+    if not peers:
+        return methods
 
     # semchunk ----------------------------------------------------------------------
     def semchunk_run(counter: Callable[[str], int], size: int) -> Callable[[str], object]:
@@ -676,14 +694,27 @@ def print_table(
             "max tok = largest chunk by Estimator().count"
         )
     if our_s and floor and floor.seconds:
+        ratio = our_s / floor.seconds
+        target = ""
+        if not mode and corpus.name == "prose":
+            target = f"; target <= {FLOOR_LIMIT}x: {'PASS' if ratio <= FLOOR_LIMIT else 'FAIL'}"
         print(
-            f"ours vs floor: {our_s / floor.seconds:.2f}x the time of one estimator pass "
-            f"({our_s:.4f} s vs {floor.seconds:.4f} s)"
+            f"ours vs floor: {ratio:.2f}x the time of one estimator pass "
+            f"({our_s:.4f} s vs {floor.seconds:.4f} s{target})"
+        )
+    whole = next((r for r in results if r.name == "cut(mode=text)"), None)
+    if our_s and whole and whole.seconds:
+        ratio = whole.seconds / our_s
+        print(
+            f"cut(mode=text) vs split_text: {ratio:.2f}x ({whole.seconds:.4f} s vs "
+            f"{our_s:.4f} s; target <= {CUT_LIMIT}x: {'PASS' if ratio <= CUT_LIMIT else 'FAIL'})"
         )
     peers = [
         r
         for r in results
-        if r.sizing == "estimator" and r.seconds and not r.name.startswith(("ours", "floor"))
+        if r.sizing == "estimator"
+        and r.seconds
+        and not r.name.startswith(("ours", "floor", "cut("))
     ]
     overlapping = [r for r in peers if r.overlap != "none"]
     shown: list[Result] = []
@@ -772,6 +803,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--mib", type=float, default=1.0, help="size of each corpus in MiB (default 1)"
     )
+    parser.add_argument(
+        "--ours", action="store_true", help="time only our methods and the floor, no peers"
+    )
     args = parser.parse_args(argv)
     if args.runs < 1:
         parser.error("--runs must be at least 1")
@@ -845,7 +879,7 @@ def main(argv: list[str] | None = None) -> int:
             problems = [f"sanity check failed: {_short(exc)}"]
         results = [
             time_method(m, corpus.text, args.runs, count, log)
-            for m in build_methods(count, split_text)
+            for m in build_methods(count, split_text, peers=not args.ours)
         ]
         if not args.json:
             print_table(corpus, results, problems)
@@ -867,7 +901,7 @@ def main(argv: list[str] | None = None) -> int:
                 mode_problems = [f"sanity check failed: {_short(exc)}"]
             mode_results = [
                 time_method(m, corpus.text, args.runs, count, log)
-                for m in build_mode_methods(corpus.name, count)
+                for m in build_mode_methods(corpus.name, count)[: 1 if args.ours else None]
             ]
             ratio = mode_vs_text(mode, results, mode_results)
             if not args.json:

@@ -41,6 +41,7 @@ import json
 import os
 import platform
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -59,6 +60,11 @@ API_KEY = "sk-bench-not-a-real-key"
 CHAT_STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk")
 EMBED_STAGE = "embed"
 DONE_WHEN = {"chunks": 60, "latency": 0.25, "min_in_flight": 4, "max_ratio": 0.25, "max_cpc": 2.5}
+# Issue 14: wall within 1.10x the throughput bound (answered calls / concurrency x latency),
+# at each of these (chunks, seconds per call) and concurrencies (--bound).
+BOUND_LIMIT = 1.10
+BOUND_SCENARIOS = ((60, 0.25), (100, 0.3), (100, 1.0))
+BOUND_CONCURRENCY = (8, 32)
 RUN_TIMEOUT_S = 900
 TEXT_SOURCES = ("/usr/share/common-licenses/*", "/usr/share/doc/*/copyright")
 
@@ -303,6 +309,10 @@ class Run:
     record_s: float | None = None
     reused: int | None = None
     embedded: dict[str, int] | None = None
+    bound_s: float = 0.0  # answered calls / concurrency x latency: no run can be faster
+    first_request_s: float | None = None  # from spawn
+    last_answer_s: float | None = None  # from spawn
+    cpu_s: float = 0.0  # user + system CPU of the gb process (on a shared machine: < wall)
 
     def chat_calls(self) -> int:
         return sum(self.by_stage.get(s, 0) for s in CHAT_STAGES)
@@ -354,6 +364,7 @@ def run_once(
         else:
             cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", str(doc.path)]
             cmd += [str(db), str(concurrency or 0)]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t0 = time.monotonic()
         proc = subprocess.run(
             cmd,
@@ -365,6 +376,8 @@ def run_once(
             timeout=RUN_TIMEOUT_S,
         )
         t1 = time.monotonic()
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run.cpu_s = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         records = list(server.requests)
         run.peak_in_flight = server.max_in_flight
     run.wall_s = t1 - t0
@@ -375,7 +388,12 @@ def run_once(
     run.failed_requests = sum(1 for r in records if r.status != 200 or r.fault)
     run.by_stage = dict(Counter(str(r.stage) for r in records if r.status == 200))
     run.sequential_s = sum(r.duration or 0.0 for r in records)
+    answered = sum(1 for r in records if r.status == 200 and not r.fault)
+    run.bound_s = answered / (concurrency or 8) * latency
     done = sorted((r.started, r.ended) for r in records if r.ended is not None)
+    if done:
+        run.first_request_s = done[0][0] - t0
+        run.last_answer_s = max(e for _, e in done) - t0
     if done:
         span = max(e for _, e in done) - done[0][0]
         run.mean_in_flight = run.sequential_s / span if span > 0 else 0.0
@@ -496,6 +514,62 @@ def run_scenario(
 # --------------------------------------------------------------------------- output
 
 
+def run_bound(args: argparse.Namespace, folder: Path, log: Any) -> list[tuple[Scenario, Run]]:
+    """Issue 14's matrix: the CLI at each BOUND_SCENARIOS x BOUND_CONCURRENCY, one run each."""
+    from tests.llm_server import LLMServer
+
+    rows = []
+    for chunks, latency in BOUND_SCENARIOS:
+        sc = Scenario(f"bound {chunks}x{latency * 1000:.0f}ms", chunks, latency)
+        sub = folder / f"{chunks}-{latency}"
+        sub.mkdir()
+        with LLMServer() as probe:
+            sc.doc = build_document(chunks, _env(probe.base_url, sub, args), sub)
+        for conc in BOUND_CONCURRENCY:
+            run = run_once(f"c={conc}", "cli", sc.doc, latency, conc, sub, args)
+            log(
+                f"[{sc.name}] c={conc}: {run.wall_s:.2f} s wall, bound {run.bound_s:.2f} s, "
+                f"ratio {run.wall_s / run.bound_s if run.bound_s else 0:.3f}"
+                + (f"; FAILED {run.error}" if not run.ok else "")
+            )
+            rows.append((sc, run))
+    return rows
+
+
+def print_bound(rows: list[tuple[Scenario, Run]]) -> None:
+    print()
+    print(
+        f"== issue 14: gb remember (CLI) against its throughput bound "
+        f"(answered calls / concurrency x latency); target wall <= {BOUND_LIMIT:.2f}x bound"
+    )
+    headers = ["scenario", "conc", "calls", "bound s", "wall s", "wall/bound", "gb CPU s"]
+    headers += ["first req s", "exit after last s", "verdict"]
+    table = []
+    for sc, r in rows:
+        ratio = r.wall_s / r.bound_s if r.bound_s else float("inf")
+        verdict = "FAILED" if not r.ok else ("PASS" if ratio <= BOUND_LIMIT else "FAIL")
+        table.append(
+            [
+                sc.name,
+                str(r.concurrency),
+                str(sum(r.by_stage.values())),
+                f"{r.bound_s:.2f}",
+                f"{r.wall_s:.2f}",
+                f"{ratio:.3f}",
+                f"{r.cpu_s:.2f}",
+                "-" if r.first_request_s is None else f"{r.first_request_s:.2f}",
+                "-" if r.last_answer_s is None else f"{r.wall_s - r.last_answer_s:.2f}",
+                verdict,
+            ]
+        )
+    for line in _table(headers, table):
+        print(line)
+    print(
+        "gb CPU s: the gb process's user + system time; where the machine is shared, wall "
+        "exceeds what its own CPU and the bound need"
+    )
+
+
 def _ms(values: list[float]) -> dict[str, float] | None:
     if not values:
         return None
@@ -518,6 +592,17 @@ def _cells(run: Run, doc: Document) -> dict[str, str]:
         "concurrency": str(conc),
         "wall time s": f"{run.wall_s:.2f}",
         "library time s (remember())": "-" if run.library_s is None else f"{run.library_s:.2f}",
+        "throughput bound s (calls / conc. x latency)": f"{run.bound_s:.2f}",
+        "wall / bound": f"{run.wall_s / run.bound_s:.3f}" if run.bound_s else "-",
+        "library / bound": "-"
+        if run.library_s is None or not run.bound_s
+        else f"{run.library_s / run.bound_s:.3f}",
+        "first request s (from spawn)": "-"
+        if run.first_request_s is None
+        else f"{run.first_request_s:.2f}",
+        "last answer -> exit s": "-"
+        if run.last_answer_s is None
+        else f"{run.wall_s - run.last_answer_s:.2f}",
         "sequential design s": f"{run.sequential_s:.2f}",
         "wall / sequential": f"{run.wall_s / run.sequential_s:.3f}" if run.sequential_s else "-",
         "speed-up (sequential / wall)": f"{run.sequential_s / run.wall_s:.1f}x",
@@ -678,6 +763,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--no-inprocess", action="store_true", help="skip the instrumented in-process runs"
     )
+    parser.add_argument(
+        "--bound",
+        action="store_true",
+        help="only issue 14's matrix: the CLI at 60x250ms, 100x300ms, 100x1s, concurrency 8 "
+        "and 32, each against its throughput bound (about 2 minutes)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)
     if args.chunks < 2:
@@ -693,6 +784,33 @@ def main(argv: list[str] | None = None) -> int:
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
         f"gligabao {__version__}; test server tests/llm_server.py in this process"
     )
+    if args.bound:
+        with tempfile.TemporaryDirectory(prefix="gb-remember-bench-") as tmp:
+            rows = run_bound(args, Path(tmp), log)
+        if args.json:
+            print(
+                json.dumps(
+                    [
+                        {
+                            "scenario": sc.name,
+                            "concurrency": r.concurrency,
+                            "requests_by_stage": r.by_stage,
+                            "bound_s": r.bound_s,
+                            "wall_s": r.wall_s,
+                            "wall_over_bound": r.wall_s / r.bound_s if r.bound_s else None,
+                            "cpu_s": r.cpu_s,
+                            "first_request_s": r.first_request_s,
+                            "last_answer_s": r.last_answer_s,
+                            "ok": r.ok,
+                        }
+                        for sc, r in rows
+                    ],
+                    indent=2,
+                )
+            )
+        else:
+            print_bound(rows)
+        return 0 if all(r.ok for _, r in rows) else 1
     scenarios = [Scenario("main", args.chunks, args.latency)]
     if not args.no_done_when:
         scenarios.append(Scenario("done-when", DONE_WHEN["chunks"], DONE_WHEN["latency"]))

@@ -11,17 +11,32 @@ index, as `gb remember` leaves them. The tests' OpenAI-compatible server
 - search: `gligabao.search.search(...)` in this process, method hybrid, k=20, default
   depth and fusion constant, over `--queries` queries (default 60) of 2-4 real words,
   each embedded by its own request to the server (as `gb search` does), after a few
-  warm-up queries; bm25 and vector alone are timed too, to show which part grows.
+  warm-up queries; bm25 and vector alone are timed too, to show which part grows, and
+  hybrid with the exact scan (`search.exact`), each query by every method in turn.
 - command: `gb search QUERY -k 20 --json` as a fresh process, `--runs` times (default
   30), against `gb --version` (process start and imports only) to show the fixed cost
   every command pays.
 
 It prints p50 / p95 per size, the database size, and the growth from the smallest size.
 
+The vector side ranks the chunks through their one-bit companion table (store/vectors.py,
+`knn`): a Hamming scan picks max(4k, 400) candidates, ranked then by exact cosine. Per
+size the bench also times hybrid with `search.exact = true` (the exact scan of every
+vector), prints recall@20 of the quantized vector search against the exact one on its
+queries, and what the bits table costs: its pages on disk and the time an insert of 100
+vectors takes with it against without it. Recall on the bench's own vectors is the worst
+case: random isotropic vectors and queries of a few words, which the test server embeds as
+a few coordinates, have no structure that one bit a dimension keeps. `--real DIR` gives
+the recall on a real model's vectors: DIR/facts.npy (texts: passages, sentences) and
+DIR/queries.npy, float32 as shared/retrieval-dev's embed_server.py makes them
+(all-MiniLM-L6-v2, 384 dimensions), stored as chunks in a database of their own (more
+than 8,000 of them, or the exact scan answers).
+
 Run from the repository root::
 
     . .venv/bin/activate
-    python bench/search_bench.py [--sizes 10000,100000] [--queries 60] [--keep DIR]
+    python bench/search_bench.py [--sizes 10000,100000] [--queries 60] [--keep DIR [--reuse]]
+                                 [--real DIR]
 """
 
 from __future__ import annotations
@@ -51,7 +66,13 @@ from gligabao.search import search  # noqa: E402
 from gligabao.store import open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import get_or_create_dataset, set_embedding  # noqa: E402
-from gligabao.store.vectors import chunk_row, upsert_vectors  # noqa: E402
+from gligabao.store.db import scalar  # noqa: E402
+from gligabao.store.vectors import (  # noqa: E402
+    bits_table_name,
+    chunk_row,
+    knn,
+    upsert_vectors,
+)
 from tests.llm_server import LLMServer  # noqa: E402
 
 LICENSES = Path("/usr/share/common-licenses")
@@ -185,29 +206,114 @@ def measure(path: str, queries: int, base_url: str, seed: int = 11) -> dict[str,
     ds = find_dataset(conn, "bench")
     assert ds is not None
     texts = _queries(queries + 5, seed)
-    out: dict[str, dict[str, float]] = {}
-    for method in ("hybrid", "bm25", "vector"):
-        times = []
-        found = 0
-        for i in range(queries + 5):
+    methods = ("hybrid", "bm25", "vector", "exact")  # exact: hybrid with search.exact
+    times: dict[str, list[float]] = {m: [] for m in methods}
+    found = dict.fromkeys(methods, 0)
+    # Each query by every method in turn: on a shared machine all see the same load.
+    for i in range(queries + 5):
+        for method in methods:
             t0 = time.perf_counter()
             hits = search(
                 conn,
                 ds,
                 texts[i],
-                method=method,
+                method="hybrid" if method == "exact" else method,
                 k=20,
                 query_vector=None
                 if method == "bm25"
                 else functools.partial(embed_query, config, texts[i]),
+                exact=method == "exact",
             )
             if i >= 5:  # the first five warm up the page cache and the statements
-                times.append((time.perf_counter() - t0) * 1000)
-                found += len(hits)
-        out[method] = {"p50": statistics.median(times), "p95": _pct(times, 95)}
-        out[method]["hits"] = found / queries
+                times[method].append((time.perf_counter() - t0) * 1000)
+                found[method] += len(hits)
+    out: dict[str, dict[str, float]] = {
+        m: {"p50": statistics.median(t), "p95": _pct(t, 95), "hits": found[m] / queries}
+        for m, t in times.items()
+    }
+    vectors = [embed_query(config, text) for text in texts[5:]]
+    out["recall"] = {"at20": recall(conn, ds.id, vectors)}
+    out["bits"] = {"MiB": _bits_bytes(conn, ds.id) / 2**20}
     conn.close()
     return out
+
+
+def recall(conn, dataset_id: int, queries) -> float:
+    """Mean share of the exact scan's 20 nearest chunks that the quantized knn() finds,
+    asked for 50 as gb search asks (search.depth)."""
+    shares = []
+    for vector in queries:
+        exact = {n.vector_id for n in knn(conn, dataset_id, "chunks", vector, 50, exact=True)[:20]}
+        coarse = {n.vector_id for n in knn(conn, dataset_id, "chunks", vector, 50)[:20]}
+        shares.append(len(exact & coarse) / len(exact))
+    return statistics.mean(shares)
+
+
+def _bits_bytes(conn, dataset_id: int) -> int:
+    """Bytes on disk of the chunks index's bits table and its shadow tables."""
+    name = bits_table_name(dataset_id, "chunks")
+    return scalar(
+        conn, "SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name LIKE ?", (name + "%",)
+    )
+
+
+def insert_cost(folder: str, batches: int = 30, seed: int = 3) -> dict[str, float]:
+    """ms to upsert 100 chunk vectors (one document's) into a database of 10,000 with the
+    bits table, and with it dropped; batches interleaved, medians."""
+    path = os.path.join(folder, "insert.db")
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    conn = open_db(path)
+    with_bits = get_or_create_dataset(conn, "with")
+    without = get_or_create_dataset(conn, "without")
+    nrng = np.random.default_rng(seed)
+    for ds in (with_bits, without):
+        set_embedding(conn, ds.id, MODEL, DIMENSIONS)
+    conn.execute(f'DROP TABLE "{bits_table_name(without.id, "chunks")}"')
+    times: dict[str, list[float]] = {"with": [], "without": []}
+    next_id = 1
+    for batch in range(100 + batches):
+        for name, ds in (("with", with_bits), ("without", without)):
+            vecs = _unit_vectors(nrng, CHUNKS_PER_DOCUMENT)
+            rows = [chunk_row(next_id + i, 0, i, v.tobytes()) for i, v in enumerate(vecs)]
+            next_id += CHUNKS_PER_DOCUMENT
+            t0 = time.perf_counter()
+            with transaction(conn):
+                upsert_vectors(conn, ds.id, "chunks", rows)
+            if batch >= 100:  # 10,000 vectors there before the timed batches
+                times[name].append((time.perf_counter() - t0) * 1000)
+    conn.close()
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    return {name: statistics.median(t) for name, t in times.items()}
+
+
+def real_recall(folder: str, real: str) -> tuple[int, int, float]:
+    """recall@20 (quantized against exact) on a real model's vectors stored as chunks."""
+    facts = np.load(os.path.join(real, "facts.npy")).astype(np.float32)
+    queries = np.load(os.path.join(real, "queries.npy")).astype(np.float32)
+    path = os.path.join(folder, "real.db")
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    conn = open_db(path)
+    ds = get_or_create_dataset(conn, "real")
+    set_embedding(conn, ds.id, "all-minilm-l6-v2", facts.shape[1])
+    for first in range(0, len(facts), 1000):
+        rows = [
+            chunk_row(first + i + 1, 0, i, v.tobytes())
+            for i, v in enumerate(facts[first : first + 1000])
+        ]
+        with transaction(conn):
+            upsert_vectors(conn, ds.id, "chunks", rows)
+    found = recall(conn, ds.id, [q.tobytes() for q in queries])
+    conn.close()
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+    return len(facts), len(queries), found
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, str]:
@@ -250,6 +356,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=60, help="timed queries per method")
     parser.add_argument("--runs", type=int, default=30, help="timed `gb search` processes")
     parser.add_argument("--keep", help="folder to keep the databases in (default: temporary)")
+    parser.add_argument(
+        "--reuse", action="store_true", help="with --keep: search a database kept there before"
+    )
+    parser.add_argument("--real", help="folder with facts.npy and queries.npy: real vectors")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     if args.queries < 50:
@@ -262,16 +372,21 @@ def main() -> None:
     with LLMServer() as server:
         for n in sizes:
             path = os.path.join(folder, f"search-{n}.db")
-            for p in (path, path + "-wal", path + "-shm"):
-                if os.path.exists(p):
-                    os.remove(p)
-            print(f"building {n:,} chunks of ~{CHUNK_TOKENS} tokens, {DIMENSIONS}-d vectors ...")
-            seconds, tokens = build(path, n)
+            if args.reuse and args.keep and os.path.exists(path):
+                print(f"searching the {n:,} chunks kept in {path}")
+            else:
+                for p in (path, path + "-wal", path + "-shm"):
+                    if os.path.exists(p):
+                        os.remove(p)
+                print(
+                    f"building {n:,} chunks of ~{CHUNK_TOKENS} tokens, {DIMENSIONS}-d vectors ..."
+                )
+                seconds, tokens = build(path, n)
+                print(
+                    f"  built in {seconds:.1f} s; mean {statistics.mean(tokens):.0f} tokens a "
+                    f"chunk; database {_size(path) / 2**20:,.0f} MiB"
+                )
             size = _size(path)
-            print(
-                f"  built in {seconds:.1f} s; mean {statistics.mean(tokens):.0f} tokens a "
-                f"chunk; database {size / 2**20:,.0f} MiB"
-            )
             timing = measure(path, args.queries, server.base_url)
             timing["command"] = command(path, args.runs, server.base_url)
             results.append((n, size, timing))
@@ -279,6 +394,8 @@ def main() -> None:
                 for p in (path, path + "-wal", path + "-shm"):
                     if os.path.exists(p):
                         os.remove(p)
+        inserts = insert_cost(folder)
+        real = real_recall(folder, args.real) if args.real else None
 
     print()
     print(
@@ -286,17 +403,29 @@ def main() -> None:
         f"gb search as a process: {args.runs} runs (ms)"
     )
     head = (
-        f"{'chunks':>9} {'db MiB':>7} {'hybrid p50':>10} {'p95':>6} {'bm25 p50':>8} "
-        f"{'vector p50':>10} {'gb search p50':>13} {'p95':>6} {'gb --version':>12}"
+        f"{'chunks':>9} {'db MiB':>7} {'bits MiB':>8} {'hybrid p50':>10} {'p95':>6} "
+        f"{'bm25 p50':>8} {'vector p50':>10} {'exact hybrid p50':>16} {'recall@20':>9} "
+        f"{'gb search p50':>13} {'p95':>6} {'gb --version':>12}"
     )
     print(head)
     print("-" * len(head))
     for n, size, t in results:
         c = t["command"]
         print(
-            f"{n:>9,} {size / 2**20:>7,.0f} {t['hybrid']['p50']:>10.1f} "
-            f"{t['hybrid']['p95']:>6.1f} {t['bm25']['p50']:>8.1f} {t['vector']['p50']:>10.1f} "
-            f"{c['p50']:>13.1f} {c['p95']:>6.1f} {c['baseline']:>12.1f}"
+            f"{n:>9,} {size / 2**20:>7,.0f} {t['bits']['MiB']:>8,.1f} "
+            f"{t['hybrid']['p50']:>10.1f} {t['hybrid']['p95']:>6.1f} {t['bm25']['p50']:>8.1f} "
+            f"{t['vector']['p50']:>10.1f} {t['exact']['p50']:>16.1f} "
+            f"{t['recall']['at20']:>9.3f} {c['p50']:>13.1f} {c['p95']:>6.1f} "
+            f"{c['baseline']:>12.1f}"
+        )
+    print(
+        f"\ninsert of 100 vectors into 10,000: {inserts['with']:.1f} ms with the bits table, "
+        f"{inserts['without']:.1f} ms without"
+    )
+    if real is not None:
+        count, asked, found = real
+        print(
+            f"recall@20 on a real model's vectors ({count:,} texts, {asked} queries): {found:.3f}"
         )
     if len(results) > 1:
         n0, s0, t0 = results[0]

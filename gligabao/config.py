@@ -71,6 +71,7 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("search.rrf_k", int, 60, "reciprocal rank fusion constant of gb search", 1, 10000),
     Setting("search.depth", int, 50, "candidates each method gives the fusion", 1, 10000),
+    Setting("search.exact", bool, False, "rank vectors by the exact scan, not the quantized one"),
     Setting("models.default", str, "gpt-4o-mini", "model of every stage not named below"),
     *(Setting(f"models.{s}", str, None, f"model of the {s} stage") for s in STAGES),
     *(
@@ -116,6 +117,11 @@ class Config:
 
     def reasoning_for(self, stage: str) -> str:
         return self.values.get(f"reasoning.{stage}", "none")
+
+    def dataset_named(self) -> str | None:
+        """The dataset --dataset, GB_DATASET or the config file names; None when only the
+        default applies (`gb list` and `gb stats` then cover every dataset)."""
+        return None if self.sources.get("dataset", "default") == "default" else self["dataset"]
 
     def chunk_settings(self) -> ChunkSettings:
         return ChunkSettings(

@@ -1,8 +1,10 @@
 """Measure retrieval on gold spans (`gb eval`): failure@k per dataset and search method.
 
 A query file holds one JSON object a line: {"query", "source", "start", "end"}, a gold
-span of UTF-8 bytes [start, end) in a remembered file. A query fails at k when none of
-its top-k hits, from that same document, covers at least half of the span. The mean
+span of UTF-8 bytes [start, end) in a remembered file, and optionally a "kind" to group
+queries by. A query fails at k when none of its top-k hits, from that same document,
+covers at least half of the span; its rank is that of its first hit that does (None when
+none of the top max(ks) does), so two settings can be compared query by query. The mean
 tokens per retrieved chunk is taken over every query's top hits (at most max(ks)).
 """
 
@@ -33,6 +35,7 @@ __all__ = [
     "covers",
     "evaluate_dataset",
     "failed_at",
+    "first_covering",
     "parse_queries",
     "read_queries",
 ]
@@ -50,6 +53,7 @@ class GoldQuery:
     source: str  # absolute path, as remembered documents store it
     start: int
     end: int
+    kind: str | None = None  # a group to report failures by (gb eval prints each)
 
 
 @dataclass(frozen=True)
@@ -64,11 +68,34 @@ class EvalResult:
     retrieved: int = 0  # hits the mean is over
     skipped: str | None = None  # why the method was not run
     failed_queries: dict[int, list[int]] = field(default_factory=dict)  # k -> line numbers
+    ranks: dict[int, int | None] = field(default_factory=dict)  # line -> first covering hit
 
     def fail_rate(self, k: int) -> float | None:
         if self.skipped or not self.queries:
             return None
         return self.failures[k] / self.queries
+
+    def by_kind(self, queries: Sequence[GoldQuery]) -> dict[str, EvalResult]:
+        """This result split by the queries' kinds (those with none left out)."""
+        kinds: dict[str, list[GoldQuery]] = {}
+        for gold in queries:
+            if gold.kind is not None:
+                kinds.setdefault(gold.kind, []).append(gold)
+        split = {}
+        for kind, golds in kinds.items():
+            lines = {g.line for g in golds}
+            failed = {k: [n for n in v if n in lines] for k, v in self.failed_queries.items()}
+            split[kind] = EvalResult(
+                self.dataset,
+                self.method,
+                len(golds),
+                {k: len(v) for k, v in failed.items()},
+                None,
+                skipped=self.skipped,
+                failed_queries=failed,
+                ranks={n: r for n, r in self.ranks.items() if n in lines},
+            )
+        return split
 
     def as_json(self) -> dict[str, Any]:
         ks = sorted(self.failures) or list(KS)
@@ -81,6 +108,8 @@ class EvalResult:
             "mean_tokens": self.mean_tokens,
             "retrieved": self.retrieved,
             "skipped": self.skipped,
+            # Per query (by its line in the file): the rank of its first covering hit.
+            "ranks": {str(line): rank for line, rank in sorted(self.ranks.items())},
         }
 
 
@@ -116,8 +145,11 @@ def parse_queries(
             raise InputError(name, f"line {number}: start and end must be integers (byte offsets)")
         if not 0 <= start < end:
             raise InputError(name, f"line {number}: need 0 <= start < end, got {start}..{end}")
+        kind = item.get("kind")
+        if kind is not None and (not isinstance(kind, str) or not kind.strip()):
+            raise InputError(name, f"line {number}: kind must be a non-empty string")
         path = os.path.abspath(os.path.join(root, os.path.expanduser(source)))
-        out.append(GoldQuery(number, query, path, start, end))
+        out.append(GoldQuery(number, query, path, start, end, kind))
     return out
 
 
@@ -145,11 +177,19 @@ def covers(hit_start: int | None, hit_end: int | None, start: int, end: int) -> 
 
 def failed_at(hits: Sequence[Hit], document_id: int, gold: GoldQuery, k: int) -> bool:
     """True when none of the first k hits, from the gold document, covers half the span."""
-    return not any(
-        hit.document_id == document_id
-        and covers(hit.start_offset, hit.end_offset, gold.start, gold.end)
-        for hit in hits[:k]
-    )
+    rank = first_covering(hits, document_id, gold)
+    return rank is None or rank > k
+
+
+def first_covering(hits: Sequence[Hit], document_id: int, gold: GoldQuery) -> int | None:
+    """The 1-based rank of the first hit, from the gold document, that covers half the
+    span; None when none does."""
+    for rank, hit in enumerate(hits, start=1):
+        if hit.document_id == document_id and covers(
+            hit.start_offset, hit.end_offset, gold.start, gold.end
+        ):
+            return rank
+    return None
 
 
 def gold_documents(
@@ -209,6 +249,7 @@ def evaluate_dataset(
             continue
         failures = {k: 0 for k in ks}
         failed_lines: dict[int, list[int]] = {k: [] for k in ks}
+        ranks: dict[int, int | None] = {}
         retrieved: list[int] = []
         for gold in queries:
             vector = None if method == "bm25" else query_vectors[gold.query]  # type: ignore[index]
@@ -223,8 +264,9 @@ def evaluate_dataset(
                 rrf_k=rrf_k,
             )
             retrieved.extend(hit.artifact_id for hit in hits)
+            rank = ranks[gold.line] = first_covering(hits, docs[gold.source], gold)
             for k in ks:
-                if failed_at(hits, docs[gold.source], gold, k):
+                if rank is None or rank > k:
                     failures[k] += 1
                     failed_lines[k].append(gold.line)
         tokens = _tokens(conn, retrieved)
@@ -240,6 +282,7 @@ def evaluate_dataset(
                 len(retrieved),
                 None,
                 failed_lines,
+                ranks,
             )
         )
     return results

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
@@ -16,6 +16,7 @@ from rich.text import Text
 
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
+from gligabao.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
 
 if TYPE_CHECKING:
     from gligabao.evaluate import EvalResult
@@ -29,10 +30,17 @@ class _Stdout(Console):
     def print(self, *objects: Any, soft_wrap: bool | None = None, **options: Any) -> None:
         if soft_wrap is None and not self.is_terminal:
             soft_wrap = True
+        if _above_bar is not None and self.is_terminal:
+            # The same terminal as the live bar: printed by its console, above the bar,
+            # not written under the cursor onto the bar's line.
+            _above_bar.print(*objects, soft_wrap=soft_wrap, **options)
+            return
         super().print(*objects, soft_wrap=soft_wrap, **options)
 
 
 stdout = _Stdout(highlight=False, soft_wrap=False)
+# The console of a live progress bar while one shows (see BatchProgress).
+_above_bar: Console | None = None
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -77,33 +85,6 @@ def _indent(text: Text, spaces: int) -> Any:
     return Text("\n").join(Text(" " * spaces) + line for line in text.split("\n"))
 
 
-# What a terminal may act on rather than show: C0 controls (ESC starts the sequences that
-# clear, move and recolour), DEL, C1 (U+009B is a CSI of its own), and the bidi embeddings,
-# overrides and isolates that reorder what follows them on the screen.
-_CONTROLS = (
-    *range(0x00, 0x20),
-    0x7F,
-    *range(0x80, 0xA0),
-    *range(0x202A, 0x202F),
-    *range(0x2066, 0x206A),
-)
-_ESCAPED = {c: f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}" for c in _CONTROLS}
-# Where the layout prints a text whole (a chunk, a fact, a message), its tabs and line
-# breaks stay; a carriage return ending a line (CRLF files) is dropped, as rich would.
-_ESCAPED_BUT_LINES = {c: e for c, e in _ESCAPED.items() if c not in (0x09, 0x0A)}
-
-
-def visible(text: str, *, lines: bool = False) -> str:
-    """`text` safe to print on a terminal: every control character written out as its
-    escape (ESC as ``\\x1b``, U+202E as ``\\u202e``), so a document or an LLM answer can
-    never clear, rewrite or reorder the screen. Every human renderer here goes through it;
-    with `lines`, tabs and newlines are kept. Each character is replaced on its own (but
-    CR before LF), so the visible text of a prefix is a prefix of the visible text."""
-    if lines:
-        return text.replace("\r\n", "\n").translate(_ESCAPED_BUT_LINES)
-    return text.translate(_ESCAPED)
-
-
 def _text(value: Any, style: str = "", *, lines: bool = False, **options: Any) -> Text:
     """A Text of `value` made visible (see visible); never parsed as markup."""
     return Text(visible(str(value), lines=lines), style=style, **options)
@@ -122,24 +103,6 @@ def error(message: str) -> None:
 
 def warning(message: str) -> None:
     stderr.print(_text(f"gb: warning: {message}", "yellow", lines=True))
-
-
-# JSON allows these raw in a string, but str.splitlines() and some readers end a line at
-# them: escaped, every record is one line for any reader. DEL, C1 and the bidi controls
-# are escaped too (json.dumps escapes C0 itself): `gb ... --json` on a terminal is safe.
-_JSON_RAW = re.compile("[\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-
-
-def json_record(obj: Any) -> str:
-    """One JSON object as one line of JSON Lines, its newline included."""
-    text = json.dumps(obj, ensure_ascii=False)
-    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
-
-
-def json_line(obj: Any) -> None:
-    """One JSON object per line on stdout, for scripts (JSON Lines)."""
-    sys.stdout.write(json_record(obj))
-    sys.stdout.flush()
 
 
 def first_words(text: str, limit: int = 60) -> str:
@@ -427,7 +390,7 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
 
 def _document_cells(row: dict[str, Any], *, terse: bool) -> tuple[str, ...]:
     state = row["state"]
-    if terse and row.get("superseded_by") is not None:
+    if terse and row.get("superseded_by") not in (None, row["id"]):  # by itself: removed
         state = f"superseded by {row['superseded_by']}"
     created = row["created_at"] or "—"
     return (
@@ -509,6 +472,39 @@ def vec_stats_table(dataset: str, rows: list[Any]) -> None:
     for row in rows:
         _row(table, row.table, str(row.held), str(row.should), str(row.pending), str(row.missing))
     emit(table)
+
+
+def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
+    """One LLM call: its record, the documents (and chunks) it served, its answer."""
+    cost = "—" if row["cost"] is None else f"${row['cost']:.5f}"
+    fields = [
+        ("inference", f"{row['id']}  {row['stage']} by {row['model']}"),
+        ("reasoning", row["reasoning"]),
+        (
+            "tokens",
+            f"{row['input_tokens']:,} in, {row['output_tokens']:,} out, "
+            f"{row['cached_tokens']:,} cached",
+        ),
+        ("cost", cost),
+        ("duration", "—" if row["duration_ms"] is None else f"{row['duration_ms']:,} ms"),
+        ("created", row["created_at"]),
+        ("request", row["request_hash"] or "—"),
+    ]
+    for name, value in fields:
+        stdout.print(_text(f"{name:<10} {value}"))
+    if not served:
+        stdout.print(_text("served     — (no document stored from it)"))
+    for doc in served:
+        chunk = "" if doc["chunk_index"] is None else f", chunk {doc['chunk_index'] + 1}"
+        stdout.print(_text(f"served     document {doc['id']} {doc['source'] or '-'}{chunk}"))
+    answer = row["answer"]
+    if answer is None:
+        stdout.print(_text("answer     — (not kept)"))
+        return
+    with contextlib.suppress(ValueError):  # an answer that is not JSON is shown as it is
+        answer = json.dumps(json.loads(answer), indent=2, ensure_ascii=False)
+    stdout.print(_text("answer"))
+    stdout.print(_indent(_text(answer, lines=True), 2))
 
 
 def inferences_table(rows: list[dict[str, Any]]) -> None:
@@ -601,47 +597,88 @@ def tally_summary(tally: Any, *, skipped: int = 0) -> str:
     )
 
 
+_BAR = 24  # the bar's width in cells
+
+
 class BatchProgress:
-    """Files done of all, chunks, tokens, cost and time left, on stderr, only on a terminal."""
+    """One live line on stderr, only on a terminal: a bar of chunks done of the batch's
+    (see pipeline/progress.py), files done, calls out, tokens, cost and time left.
 
-    def __init__(self, tally: Any, *, enabled: bool) -> None:
+    While it shows, everything printed (results on stdout, messages on stderr) goes above
+    it, and at the end it is removed, leaving only what was printed."""
+
+    def __init__(
+        self, tally: Any, *, enabled: bool, calls_out: Callable[[], int] | None = None
+    ) -> None:
+        from gligabao.pipeline.progress import ChunkProgress
+
         self.tally = tally
-        self.progress = None
+        self.chunks = ChunkProgress(files=tally.total)
+        self.calls_out = calls_out
+        self.live = None
         if enabled and stderr.is_terminal:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeRemainingColumn,
-            )
+            from rich.live import Live
 
-            self.progress = Progress(
-                TextColumn("remembering"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[detail]}"),
-                TimeRemainingColumn(),
+            self.live = Live(
                 console=stderr,
+                get_renderable=self._line,
+                refresh_per_second=8,
+                transient=True,
+                redirect_stdout=False,
+                redirect_stderr=False,
             )
-            self.task = self.progress.add_task("files", total=tally.total, detail="")
 
     def __enter__(self) -> BatchProgress:
-        if self.progress is not None:
-            self.progress.start()
+        global _above_bar
+        if self.live is not None:
+            self.live.start()
+            _above_bar = stderr
         return self
 
-    def update(self) -> None:
-        if self.progress is None:
-            return
-        t = self.tally
-        cost = _money(t.cost, t.unpriced)
-        detail = f"{t.chunks:,} chunks, {t.tokens:,} tokens, {cost}"
-        self.progress.update(self.task, completed=t.done, detail=detail)
+    def on_step(self, name: str, step: str, data: dict[str, Any]) -> None:
+        """The pipeline's Options.on_step."""
+        self.chunks.on_step(name, step, data)
+
+    def update(self, name: str) -> None:
+        """Input `name` ended (its result is in the tally)."""
+        self.chunks.finished(name)
+
+    def _line(self) -> Text:
+        t, c = self.tally, self.chunks
+        total = c.total
+        fields = [
+            f"{c.done:,.0f}/{'?' if total is None else f'{total:,.0f}'} chunks",
+            f"{t.done:,}/{t.total:,} files",
+            f"{clock_time(c.eta())} left",
+            _money(t.cost, t.unpriced),
+        ]
+        if self.calls_out is not None:
+            fields.append(f"{self.calls_out():,} calls out")
+        fields.append(f"{t.tokens:,} tokens")
+        filled = 0 if not total else round(_BAR * min(1.0, c.done / total))
+        line = Text("remembering ")
+        line.append("━" * filled, style="magenta")
+        line.append("━" * (_BAR - filled), style="grey23")
+        line.append(" " + " · ".join(fields))
+        # One line, whatever the width: the figures at the end give way first.
+        line.truncate(max(1, stderr.width - 1), overflow="ellipsis")
+        return line
 
     def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
+        global _above_bar
+        if self.live is not None:
+            _above_bar = None
+            self.live.stop()
+
+
+def clock_time(seconds: float | None) -> str:
+    """`1:05:09`, `4:07`, or `-:--` when not known."""
+    if seconds is None or seconds != seconds or seconds > 360_000:
+        return "-:--"
+    whole = int(seconds + 0.5)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 # ------------------------------------------------------------------ search and eval
@@ -649,15 +686,24 @@ class BatchProgress:
 _WORD = re.compile(r"\w+")
 
 
-def search_hits(hits: list[Hit], query: str) -> None:
-    """Each hit: its number, path:LINE-LINE, section, score and ranks, then its text and
-    summary with the query's words highlighted."""
-    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(query)))
-    pattern = r"(?i)\b(?:" + "|".join(re.escape(w) for w in words) + r")\b" if words else None
+def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
+    """Each hit: its number, path:LINE-LINE, section, score and ranks, then the lines that
+    best match the query (see snippet.py), or with `full` its whole text and summary, the
+    query's words highlighted."""
+    from gligabao.snippet import query_words, snippet, word_pattern
+
+    pattern = word_pattern(query_words(query))
     for number, hit in enumerate(hits, start=1):
         where = hit.source or f"artifact {hit.document_id}"
-        if hit.line_start is not None:
-            where += f":{hit.line_start}-{hit.line_end}"
+        shown = [("", hit.text), ("summary: ", hit.summary)]
+        lines = (hit.line_start, hit.line_end)
+        if not full:
+            cut = snippet(hit.text, query, hit.line_start)
+            shown = [("", cut.text)]
+            if hit.line_start is not None:
+                lines = (cut.line_start, cut.line_end)
+        if lines[0] is not None:
+            where += f":{lines[0]}-{lines[1]}"
         ranks = ", ".join(f"{m} #{r}" for m, r in hit.ranks.items())
         head = _assemble(
             (f"{number}. ", "bold"),
@@ -666,11 +712,12 @@ def search_hits(hits: list[Hit], query: str) -> None:
             (f"  score {hit.score:.4f} ({ranks})", "dim"),
         )
         stdout.print(head, soft_wrap=True)  # a long path stays on its line
-        for label, body in (("", hit.text), ("summary: ", hit.summary)):
-            if not body:
+        for label, body in shown:
+            if not body or not body.strip():
                 continue
-            text = Text(label, style="dim") + _text(body.strip(), lines=True)
-            if pattern:
+            # A snippet as cut, so its lines are those its numbers name.
+            text = Text(label, style="dim") + _text(body if not full else body.strip(), lines=True)
+            if pattern is not None:
                 text.highlight_regex(pattern, style="bold yellow")
             stdout.print(_indent(text, 3))
         stdout.print()
@@ -700,6 +747,26 @@ def eval_table(results: list[EvalResult], queries: int, ks: Sequence[int]) -> No
             cells.append(tokens)
         table.add_row(*(_text(c) for c in cells))
     emit(table)
+
+
+def eval_kinds_table(results: list[EvalResult], queries: Sequence[Any], ks: Sequence[int]) -> None:
+    """failure@k of each dataset and method for each kind of query, most queries first."""
+    table = Table(
+        title="by kind of query (lower is better)", title_justify="left", title_style="bold"
+    )
+    for column in ("dataset", "method", "kind"):
+        table.add_column(column, justify="left", no_wrap=True)
+    for column in ("queries", *(f"fail@{k}" for k in ks)):
+        table.add_column(column, justify="right", no_wrap=True)
+    for r in results:
+        if r.skipped:
+            continue
+        kinds = r.by_kind(queries)
+        for kind, part in sorted(kinds.items(), key=lambda item: (-item[1].queries, item[0])):
+            cells = [r.dataset, r.method, kind, str(part.queries)]
+            cells += [_percent(part.fail_rate(k)) for k in ks]
+            table.add_row(*(_text(c) for c in cells))
+    emit(table, heading=True)  # off a terminal, its title tells it from the totals
 
 
 def _interval(fact: Any) -> str:

@@ -17,14 +17,18 @@ import re
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from gligabao.errors import ConfigError
 from gligabao.store import vectors
-from gligabao.store.artifacts import SUMMARY_KIND, search_artifacts_fts
+from gligabao.store.artifacts import SUMMARY_KIND, search_artifacts_fts, session_documents
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import query as _rows
+
+if TYPE_CHECKING:
+    from gligabao.config import Config
 
 __all__ = [
     "METHODS",
@@ -135,17 +139,22 @@ def _kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any
 def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
     """Artifact ids mapped to their entry (a summary to its chunk), order kept; unknown
     ones, and those of superseded versions, dropped."""
+    return list(dict.fromkeys(e for e in _entry_of_each(conn, ids) if e is not None))
+
+
+def _entry_of_each(conn: apsw.Connection, ids: Sequence[int]) -> list[int | None]:
+    """The entry of each artifact id (a summary's is its chunk), None for an unknown one
+    or one of a superseded version."""
     rows = _kinds(conn, ids)
     summarized = [r["parent_id"] for r in rows.values() if r["kind"] == SUMMARY_KIND]
     chunks = _kinds(conn, summarized) if summarized else {}
-    out = []
+    out: list[int | None] = []
     for aid in ids:
         row = rows.get(aid)
         if row is not None and row["kind"] == SUMMARY_KIND:
             aid, row = row["parent_id"], chunks.get(row["parent_id"])
-        if row is not None and row["superseded_by"] is None:
-            out.append(aid)
-    return list(dict.fromkeys(out))
+        out.append(aid if row is not None and row["superseded_by"] is None else None)
+    return out
 
 
 # vec0 answers at most this many neighbours a query.
@@ -181,10 +190,25 @@ WHERE a.id IN (SELECT value FROM json_each(?))
 """
 
 
-def _bm25(conn: apsw.Connection, dataset_id: int, text: str, depth: int) -> list[int]:
+def _bm25(
+    conn: apsw.Connection,
+    dataset_id: int,
+    text: str,
+    depth: int,
+    scores: dict[int, float] | None = None,
+    session: str | None = None,
+) -> list[int]:
+    """The entries BM25 ranks best; `scores` is given each one's BM25 score (higher is
+    better; FTS5's rank is its negative), its best row's when a chunk and its summary
+    both match."""
     limit = depth + _superseded_rows(conn, dataset_id)
-    rows = search_artifacts_fts(conn, dataset_id, text, limit=limit)
-    return _entries(conn, [r["artifact_id"] for r in rows])[:depth]
+    rows = search_artifacts_fts(conn, dataset_id, text, limit=limit, session=session)
+    entries = _entry_of_each(conn, [r["artifact_id"] for r in rows])
+    if scores is not None:
+        for row, entry in zip(rows, entries, strict=True):
+            if entry is not None and entry not in scores:
+                scores[entry] = -row["rank"]
+    return list(dict.fromkeys(e for e in entries if e is not None))[:depth]
 
 
 # A search reads much of the file (a KNN scan reads every vector): mapped, SQLite reads
@@ -200,11 +224,24 @@ def mapped(conn: apsw.Connection) -> apsw.Connection:
     return conn
 
 
-def _vector(conn: apsw.Connection, dataset_id: int, vector: Vector, depth: int) -> list[int]:
+def _vector(
+    conn: apsw.Connection,
+    dataset_id: int,
+    vector: Vector,
+    depth: int,
+    exact: bool = False,
+    session: str | None = None,
+) -> list[int]:
     k = min(_KNN_MAX, depth + _superseded_rows(conn, dataset_id))
+    # A session's documents are searched one by one (vec0 filters on one value a column).
+    scopes: list[dict[str, int] | None] = [None]
+    if session is not None:
+        scopes = [{"parent_id": d} for d in session_documents(conn, dataset_id, session)]
     found = [
-        *vectors.knn(conn, dataset_id, "chunks", vector, k),
-        *vectors.knn(conn, dataset_id, "summaries", vector, k),
+        neighbour
+        for where in scopes
+        for index in ("chunks", "summaries")
+        for neighbour in vectors.knn(conn, dataset_id, index, vector, k, where=where, exact=exact)
     ]
     found.sort(key=lambda n: n.distance)
     ids = [vectors.parse_vector_id(n.vector_id)[1] for n in found]
@@ -270,6 +307,8 @@ def search(
     query_vector: Vector | Callable[[], Vector] | None = None,
     depth: int = 50,
     rrf_k: int = 60,
+    exact: bool = False,
+    session: str | None = None,
 ) -> list[Hit]:
     """The k best hits for `query` in `dataset`, best first.
 
@@ -277,7 +316,8 @@ def search(
     `query_vector`, the query embedded with the dataset's own model, or a function that
     returns it (called in a worker thread, so the embedding request overlaps the keyword
     search). `depth` is how many candidates each method contributes; `rrf_k` the fusion
-    constant.
+    constant. The vectors are ranked through their quantized companions (store/vectors.py,
+    knn) unless `exact` (`search.exact`): then by the exact cosine scan alone.
     """
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; one of {', '.join(METHODS)}")
@@ -288,18 +328,21 @@ def search(
     depth = max(depth, k)
     mapped(conn)
     rankings: dict[str, list[int]] = {}
+    own_scores: dict[int, float] = {}  # one method alone: the hit's score is that method's
     if method == "vector":
         assert query_vector is not None
         vector = query_vector() if callable(query_vector) else query_vector
-        rankings["vector"] = _vector(conn, dataset.id, vector, depth)
+        rankings["vector"] = _vector(conn, dataset.id, vector, depth, exact, session)
     elif method == "bm25":
-        rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
+        rankings["bm25"] = _bm25(conn, dataset.id, query, depth, own_scores, session)
     else:
         assert query_vector is not None
-        side = VectorSide(conn, query_vector, lambda c, v: _vector(c, dataset.id, v, depth))
+        side = VectorSide(
+            conn, query_vector, lambda c, v: _vector(c, dataset.id, v, depth, exact, session)
+        )
         side.start()
         try:
-            rankings["bm25"] = _bm25(conn, dataset.id, query, depth)
+            rankings["bm25"] = _bm25(conn, dataset.id, query, depth, session=session)
         except BaseException:
             side.join()  # done with the second connection before the error goes up
             raise
@@ -330,7 +373,7 @@ def search(
         lines = line_range(data, start, end) if start is not None and end is not None else None
         hits.append(
             Hit(
-                score=score,
+                score=own_scores.get(key, score),  # type: ignore[call-overload]
                 ranks=ranks,
                 artifact_id=row["id"],
                 document_id=row["document_id"],
@@ -346,3 +389,47 @@ def search(
             )
         )
     return hits
+
+
+# Why a dataset's vectors cannot be searched (see vector_obstacle).
+NO_VECTORS = "no vectors"
+OTHER_MODEL = "other model"
+NO_ENDPOINT = "no endpoint"
+
+
+def vector_obstacle(
+    config: Config,
+    conn: apsw.Connection,
+    dataset: Dataset,
+    indexes: tuple[str, ...] = ("chunks", "summaries"),
+) -> str | None:
+    """Why vector search cannot run on `dataset`, or None when it can.
+
+    NO_VECTORS: none stored in its `indexes` (by default the chunk and summary ones, what
+    gb search compares); OTHER_MODEL: they were made
+    with another model or dimensions than embeddings.*, so a query's would not compare;
+    NO_ENDPOINT: no embeddings endpoint to embed the query. Checked in that order, with
+    no network call and no openai import. `gb search` and `gb eval` each say it their way.
+    """
+    if dataset.embedding_model is None or not vectors.has_vectors(conn, dataset.id, indexes):
+        return NO_VECTORS
+    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
+    if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):
+        return OTHER_MODEL
+    from gligabao.llm.endpoint import Endpoints  # regexes compiled: not for bm25 alone
+
+    if not Endpoints.from_config(config).embeddings_available:
+        return NO_ENDPOINT
+    return None
+
+
+def other_model(config: Config, dataset: Dataset) -> ConfigError:
+    """The refusal of a vector search whose query would be embedded by another model than
+    the dataset's vectors were."""
+    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
+    return ConfigError(
+        f"dataset '{dataset.name}' was embedded with {dataset.embedding_model} "
+        f"({dataset.embedding_dimensions} dimensions), but embeddings.model is {model} "
+        f"({dims}); set embeddings.model and embeddings.dimensions to the dataset's, "
+        "or search with --method bm25"
+    )

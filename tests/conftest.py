@@ -52,7 +52,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def gb_cli() -> Callable[..., Result]:
     """Run `gb ARGS...` in this process (typer's CliRunner); stdout and stderr kept apart."""
-    from gligabao.cli import app  # here, so tests that do not use gb never import it
+    from gligabao.cli import load  # here, so tests that do not use gb never import it
+
+    app = load()
 
     runner = CliRunner()
 

@@ -289,9 +289,9 @@ def test_path_stdin_and_library_cut_the_same(gb_cli, gb_process, name: str) -> N
 
 
 def command_names() -> list[str]:
-    from gligabao.cli import app
+    from gligabao.cli import load
 
-    return sorted(c.name for c in app.registered_commands)
+    return sorted(c.name for c in load().registered_commands)
 
 
 def test_commands_are_registered() -> None:

@@ -59,6 +59,7 @@ DEFAULTS = {
     "embeddings.max_tokens": 0,
     "search.rrf_k": 60,
     "search.depth": 50,
+    "search.exact": False,
     "models.default": "gpt-4o-mini",
     **{f"models.{stage}": None for stage in STAGES},
     **{f"reasoning.{stage}": "none" for stage in STAGES},

@@ -29,6 +29,7 @@ RESULT_KEYS = {
     "mean_tokens",
     "retrieved",
     "skipped",
+    "ranks",
 }
 
 
@@ -123,6 +124,7 @@ def test_failure_at_k_is_exact_on_crafted_gold_spans(gb_cli, corpus, monkeypatch
     assert bm25.failures == {1: 3, 5: 2, 20: 1}
     assert [bm25.fail_rate(k) for k in KS] == [0.75, 0.5, 0.25]
     assert bm25.failed_queries == {1: [2, 3, 4], 5: [3, 4], 20: [4]}
+    assert bm25.ranks == {1: 1, 2: 3, 3: 12, 4: None}  # query by query
     # Chunks of at most 64 tokens, as the remember run cut them.
     assert bm25.mean_tokens is not None and 32 < bm25.mean_tokens <= 64
     # Offline, nothing to embed the queries with: vector and hybrid are skipped.
@@ -143,8 +145,30 @@ def test_failure_at_k_is_exact_on_crafted_gold_spans(gb_cli, corpus, monkeypatch
         0.5,
         0.25,
     )
+    assert rows[0]["ranks"] == {"1": 1, "2": 3, "3": 12, "4": None}
     assert rows[1]["skipped"] and rows[1]["failure@20"] is None
     assert "vector and hybrid skipped" in result.stderr
+
+    # With a kind on each query, failures are also counted by kind.
+    for line, kind in zip(lines, ("names", "patents", "patents", "whole"), strict=True):
+        line["kind"] = kind
+    result = gb_cli("eval", _write_queries(lines), "--json")
+    assert result.exit_code == 0, result.stderr
+    bm25_row = json.loads(result.stdout.splitlines()[0])
+    assert bm25_row["by_kind"]["patents"] == {
+        "queries": 2,
+        "failure@1": 1.0,
+        "failure@5": 0.5,
+        "failure@20": 0.0,
+        "failed@1": 2,
+        "failed@5": 1,
+        "failed@20": 0,
+    }
+    assert bm25_row["by_kind"]["names"]["failure@1"] == 0.0
+    assert bm25_row["by_kind"]["whole"]["failure@20"] == 1.0
+    table = gb_cli("eval", "queries.jsonl").stdout
+    by_kind = table.split("by kind of query", 1)[1].splitlines()
+    assert "default\tbm25\tpatents\t2\t100.0%\t50.0%\t0.0%" in by_kind, table
 
 
 # ------------------------------------------------------------------ two datasets side by side

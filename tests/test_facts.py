@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import configure, gb, write
+from tests.helpers import configure, gb, rows, write
 
 DOCS = {
     "y2015.txt": (
@@ -100,6 +100,26 @@ def test_any_order_of_ingestion_gives_the_same_intervals(
         }
         assert shown == TRUTH[(about, at)], (about, at)
         assert all(f["valid_at"] <= at + "T" and (f["invalid_at"] or "9") > at for f in found)
+
+
+def test_one_batch_gives_what_one_file_at_a_time_gives(
+    gb_cli, server, monkeypatch, texts, tmp_path
+) -> None:
+    """The three files in one `gb remember` are fetched at once (latency: all three in
+    flight together), yet resolved against each other as if remembered one by one: no
+    two employers current at once, one entity per name."""
+    server.latency = 0.05
+    configure(monkeypatch, server, GB_DB=str(tmp_path / "one-by-one.db"))
+    _remember(gb_cli, texts)
+    one_by_one = _answers(gb_cli)
+    configure(monkeypatch, server, GB_DB=str(tmp_path / "batch.db"))
+    gb(gb_cli, "remember", *texts, "--quiet")
+    assert _answers(gb_cli) == one_by_one
+    alices = rows(
+        "SELECT count(*) AS n FROM gb_entities WHERE name = 'Alice Moreau'",
+        db=str(tmp_path / "batch.db"),
+    )
+    assert alices == [{"n": 1}]
 
 
 def test_current_facts_by_default_closed_ones_with_all(gb_cli, online, texts) -> None:

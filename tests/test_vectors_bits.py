@@ -84,17 +84,15 @@ def exact(stored: dict[str, list[float]], query: list[float], k: int) -> list[st
     return sorted(stored, key=lambda vid: cosine_distance(stored[vid], query))[:k]
 
 
-def test_bits_tables_exist_for_entities_and_edges_only(conn, ds: int) -> None:
-    assert vectors.QUANTIZED == ("entities", "edges")
+def test_bits_tables_exist_for_every_index(conn, ds: int) -> None:
+    assert vectors.QUANTIZED == vectors.INDEXES
     for index in vectors.QUANTIZED:
         name = vectors.bits_table_name(ds, index)
         assert name == f"dataset-{ds}-{index}-bits"
         sql = db.scalar(conn, "SELECT sql FROM sqlite_master WHERE name = ?", (name,))
         assert "vec0(" in sql and f"bit[{DIMS}]" in sql and "kind text" in sql
-    for index in ("chunks", "summaries"):
-        assert not db.table_exists(conn, f"dataset-{ds}-{index}-bits")
-        with pytest.raises(ValueError):
-            vectors.bits_table_name(ds, index)
+    with pytest.raises(ValueError):
+        vectors.bits_table_name(ds, "documents")
     # The accelerator is no index a user sees: four indexes, their float tables, in step.
     fill(conn, ds, "edges", 3)
     stats = vectors.vec_stats(conn, ds)
@@ -193,7 +191,7 @@ def test_knn_above_the_threshold_rescores_the_bits_candidates(conn, ds: int) -> 
     assert vectors.knn(conn, ds, "edges", stored["edge-1"], 3, where={"kind": "entity"}) == []
     with pytest.raises(ValueError, match="metadata column"):
         vectors.knn(conn, ds, "edges", stored["edge-1"], 3, where={"parent_id": 1})
-    # Chunks have no bits table: the exact scan, as ever.
+    # One chunk is too few to quantize: the exact scan.
     found, quantized_path = traced_knn(conn, ds, "chunks", stored["edge-1"], 3)
     assert not quantized_path and found == [("chunk-1", pytest.approx(0.0, abs=1e-6))]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from gligabao.chunk.text import Chunk, overlap_budget, split_text
+from gligabao.chunk.text import Chunk, Splitter, overlap_budget, split_text, text_chunks
 from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, get_tokenizer
 
 MODES = ("auto", "text", "markdown", "code")
@@ -107,21 +107,29 @@ def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
     """Chunk ``text`` if it is larger than ``settings.chunk_size`` tokens (SPEC C3), in
     the mode the settings (and, for ``auto``, the file name ``path``) call for."""
     mode = mode_for(path, settings.mode)
-    tokens = settings.tokenizer.count(text)
+    # One splitter both counts the text and cuts it: each token is counted once.
+    splitter = Splitter(
+        text,
+        chunk_size=settings.chunk_size,
+        overlap_percent=settings.overlap_percent,
+        tokenizer=settings.tokenizer,
+    )
+    if mode == "text" and splitter.counter.exact:
+        # Cut first: a text's tokens are then its chunks' less what each repeats, and a
+        # text that fits comes out as one chunk, so the whole is never counted apart.
+        chunks = text_chunks(splitter)
+        tokens = sum(chunk.tokens - chunk.overlap_tokens for chunk in chunks)
+        return Cut(tokens, chunks if tokens > settings.chunk_size else [], mode)
+    tokens = splitter.tokens()
     if tokens <= settings.chunk_size:
         return Cut(tokens, [], mode)
-    sizing = {
-        "chunk_size": settings.chunk_size,
-        "overlap_percent": settings.overlap_percent,
-        "tokenizer": settings.tokenizer,
-    }
     if mode == "markdown":
-        from gligabao.chunk.markdown import split_markdown
+        from gligabao.chunk.markdown import markdown_chunks
 
-        return Cut(tokens, split_markdown(text, **sizing), mode)
+        return Cut(tokens, markdown_chunks(splitter), mode)
     if mode == "code":
-        from gligabao.chunk.code import split_code
+        from gligabao.chunk.code import code_chunks
 
         python = path is None or os.path.splitext(path)[1].lower() in (".py", ".pyi")
-        return Cut(tokens, split_code(text, python=python, **sizing), mode)
-    return Cut(tokens, split_text(text, **sizing), mode)
+        return Cut(tokens, code_chunks(splitter, python=python), mode)
+    return Cut(tokens, text_chunks(splitter), mode)

@@ -81,6 +81,11 @@ def split_code(
     splitter = Splitter(
         text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
     )
+    return code_chunks(splitter, python=python)
+
+
+def code_chunks(splitter: Splitter, *, python: bool = True) -> list[Chunk]:
+    """`split_code` of a text whose `Splitter` is made (and its tokens counted) already."""
     data = splitter.data
     if not data:
         return []
@@ -92,7 +97,7 @@ def split_code(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        tree = _parse(text) if python else None
+        tree = _parse(splitter.text) if python else None
         return _Cutter(splitter, tree).cut()
     finally:
         tree = None

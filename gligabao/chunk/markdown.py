@@ -66,7 +66,7 @@ from markdown_it.rules_block.html_block import HTML_SEQUENCES
 from markdown_it.rules_inline import image as markdown_image
 
 from gligabao.chunk.text import _SPACE, Chunk, Splitter
-from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, token_marks
+from gligabao.chunk.tokens import Estimator, Tokenizer, token_marks
 
 CONTEXT_PATH_TOKENS = 30  # the section path in a chunk's context is cut to about this
 
@@ -143,10 +143,14 @@ def split_markdown(
     splitter = Splitter(
         text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
     )
+    return markdown_chunks(splitter)
+
+
+def markdown_chunks(splitter: Splitter) -> list[Chunk]:
+    """`split_markdown` of a text whose `Splitter` is made (and its tokens counted) already."""
     if not splitter.data:
         return []
-    doc = _Document(splitter)
-    return doc.chunks(tokenizer or ESTIMATOR)
+    return _Document(splitter).chunks(splitter.tokenizer)
 
 
 # --------------------------------------------------------------------------- structure

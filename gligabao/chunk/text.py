@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from itertools import accumulate, compress, repeat
 
 from gligabao.chunk.tokens import ESTIMATOR, SpanCounter, Tokenizer, span_counter
 
@@ -25,7 +26,9 @@ from gligabao.chunk.tokens import ESTIMATOR, SpanCounter, Tokenizer, span_counte
 # separates units (Unicode spaces cost no tokens but do not split words).
 _SPACE = b" \t\n\r\x0b\x0c\x1c\x1d\x1e\x1f"
 # A paragraph ends at one or more blank lines (a blank line may hold spaces or \r).
-_BLANK_LINES = re.compile(rb"(\n(?:[ \t\r\x0b\x0c\x1c-\x1f]*\n)+)")
+_BLANK_LINES = rb"\n(?:[ \t\r\x0b\x0c\x1c-\x1f]*\n)+"
+# What lies between two paragraphs: the blank lines and the whitespace after them.
+_PARAGRAPH_BREAK = re.compile(rb"(" + _BLANK_LINES + rb"[ \t\n\r\x0b\x0c\x1c-\x1f]*)")
 _CLOSERS = rb"(?:[)\]\"']|\xe2\x80[\x99\x9d]|\xc2\xbb|\xe3\x80[\x8d\x8f])*"
 # A sentence ends after . ! ? … (and closing quotes or brackets) before
 # whitespace, after a CJK full stop (。！？｡) anywhere, and at every line break.
@@ -34,6 +37,7 @@ _SENTENCE_END = re.compile(
     rb"|(?:\xe3\x80\x82|\xef\xbc[\x81\x9f]|\xef\xbd\xa1)+" + _CLOSERS + rb"|\n"
 )
 _WORD = re.compile(rb"[^ \t\n\r\x0b\x0c\x1c-\x1f]+")
+_SPACE_BYTE = re.compile(rb"[ \t\n\r\x0b\x0c\x1c-\x1f]")
 # Boundaries a word may be cut at without splitting a character or a token.
 _TOKEN = re.compile(rb"[A-Za-z]{1,4}|[0-9]{1,3}|[\x00-\x7f]|[\xc0-\xff][\x80-\xbf]*")
 
@@ -81,6 +85,11 @@ def split_text(
     splitter = Splitter(
         text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
     )
+    return text_chunks(splitter)
+
+
+def text_chunks(splitter: Splitter) -> list[Chunk]:
+    """`split_text` of a text whose `Splitter` is made (and its tokens counted) already."""
     if not splitter.data:
         return []
     return splitter.chunks(splitter.region(0, len(splitter.data)))
@@ -107,13 +116,21 @@ class Splitter:
             raise ValueError("chunk_size must be positive and overlap_percent within 0..100")
         self.text = text
         self.data = text.encode("utf-8", "surrogatepass")
-        self.counter = span_counter(tokenizer or ESTIMATOR, self.data)
+        self.tokenizer = tokenizer or ESTIMATOR
+        self.counter = span_counter(self.tokenizer, self.data)
         self.chunk_size = chunk_size
         self.budget = overlap_budget(chunk_size, overlap_percent)
+        # The tokens, and overlap tokens, of chunk spans already summed from their units,
+        # so that `chunks` need not count those bytes again.
+        self._tokens: dict[tuple[int, int], tuple[int, int | None]] = {}
 
     def count(self, start: int, end: int) -> int:
         """Tokens of ``data[start:end]`` (bounds at whitespace or between tokens)."""
         return self.counter.count(start, end)
+
+    def tokens(self) -> int:
+        """Tokens of the whole text, as the tokenizer counts it."""
+        return self.counter.count(0, len(self.data))
 
     def region(
         self,
@@ -148,7 +165,11 @@ class Splitter:
                 units.block(b_start, b_end)
         if not units.starts:
             return [(start, end)]
-        return _pack(self.data, units, self.counter, self.chunk_size, budget, start, end)
+        # Paragraphs, sentences and words leave only whitespace outside the units, which
+        # an exact counter counts as nothing: a chunk's tokens are those of its units.
+        summed = blocks is None and not atoms and self.counter.exact
+        known = self._tokens if summed else None
+        return _pack(self.data, units, self.counter, self.chunk_size, budget, start, end, known)
 
     def chunks(
         self,
@@ -157,7 +178,7 @@ class Splitter:
     ) -> list[Chunk]:
         """`Chunk`s for byte spans in order; overlap is what a span shares with the last.
         ``where`` gives each its ``section``, ``anchor`` and ``context``."""
-        return _chunks(self.text, self.data, spans, self.counter, where)
+        return _chunks(self.text, self.data, spans, self.counter, where, self._tokens)
 
 
 class _Units:
@@ -165,6 +186,7 @@ class _Units:
 
     def __init__(self, data: bytes, counter: SpanCounter, chunk_size: int, piece_max: int):
         self.data = data
+        self.counter = counter
         self.count = counter.count
         self.chunk_size = chunk_size
         self.piece_max = piece_max
@@ -196,14 +218,33 @@ class _Units:
     def split(self, start: int, end: int) -> None:
         """The paragraphs of ``data[start:end]`` as units."""
         # re.split with the separator captured alternates paragraph, separator, ...:
-        # the offsets follow from the lengths, with no search per paragraph.
+        # the offsets follow from the lengths. The separator takes the whitespace that
+        # begins the next paragraph too, so only the first needs a left strip. Each list
+        # is one C-level pass (map, accumulate) rather than a Python step a paragraph:
+        # prose has thousands, and all but a few fit in a chunk as they are.
         whole = start == 0 and end == len(self.data)
-        pos = start
-        for i, part in enumerate(_BLANK_LINES.split(self.data if whole else self.data[start:end])):
-            part_start = pos
-            pos += len(part)
-            if i % 2 == 0:
-                self._paragraph(part_start, pos, part)
+        parts = _PARAGRAPH_BREAK.split(self.data if whole else self.data[start:end])
+        starts = list(accumulate(map(len, parts), initial=start))[::2]
+        paragraphs = parts[::2]
+        bodies = list(map(len, map(bytes.rstrip, paragraphs, repeat(_SPACE))))
+        head = paragraphs[0]
+        starts[0] += len(head) - len(head.lstrip(_SPACE))
+        bodies[0] = len(head.strip(_SPACE))
+        if 0 in bodies:  # whitespace at the start or the end of the text
+            starts = list(compress(starts, bodies))
+            bodies = list(compress(bodies, bodies))
+        ends = list(map(int.__add__, starts, bodies))
+        tokens = self.counter.counts(starts, ends)
+        if max(tokens, default=0) > self.chunk_size:
+            for u_start, u_end, u_tokens in zip(starts, ends, tokens, strict=True):
+                if u_tokens <= self.chunk_size:
+                    self._add(u_start, u_end, u_tokens)
+                else:
+                    self._sentences(u_start, u_end)
+            return
+        self.starts += starts
+        self.ends += ends
+        self.tokens += tokens
 
     def block(self, start: int, end: int) -> None:
         """One unit given by a structure-aware mode; split as C4 if larger than a chunk."""
@@ -223,7 +264,11 @@ class _Units:
         tokens = self.count(start, end)
         if tokens <= self.chunk_size:
             self._add(start, end, tokens)
-            return
+        else:
+            self._sentences(start, end)
+
+    def _sentences(self, start: int, end: int) -> None:
+        """The sentences of a paragraph larger than a chunk, as units."""
         pos = start
         for match in _SENTENCE_END.finditer(self.data, start, end):
             if self.atom_starts and self.inside(match.end()):
@@ -311,10 +356,13 @@ def _pack(
     budget: int,
     region_start: int,
     region_end: int,
+    known: dict[tuple[int, int], tuple[int, int | None]] | None = None,
 ) -> list[tuple[int, int]]:
-    """Greedy packing with overlap: (start, end) per chunk, in bytes."""
+    """Greedy packing with overlap: (start, end) per chunk, in bytes; with ``known``,
+    each chunk's tokens (its overlap's and its units') and its overlap's go there too."""
     starts, ends, tokens = units.starts, units.ends, units.tokens
     n = len(starts)
+    totals = list(accumulate(tokens, initial=0))  # totals[i]: the tokens of units before i
     spans: list[tuple[int, int]] = []
     first = prev_first = 0  # the first new unit of this chunk, and of the one before
     while first < n:
@@ -328,15 +376,19 @@ def _pack(
                 )
             if overlap_start <= spans[-1][0]:  # never start where the previous chunk did
                 overlap_start = starts[first]
-        total = counter.count(overlap_start, starts[first]) + tokens[first]
-        last = first + 1
-        while last < n and total + tokens[last] <= chunk_size:
-            total += tokens[last]
-            last += 1
+        # As many units as fit after the overlap (at least one): the last whose running
+        # total is within what is left, found by bisecting the running totals.
+        overlap_tokens = counter.count(overlap_start, starts[first])
+        room = chunk_size - overlap_tokens + totals[first]
+        last = max(first + 1, bisect_right(totals, room, first + 1, n + 1) - 1)
         start = overlap_start if spans else region_start
         end = region_end if last == n else ends[last - 1]
         if not counter.additive:
             start, end, last = _fit(units, counter, first, last, start, end, chunk_size)
+        if known is not None:
+            # The overlap is the previous chunk's, of this region: none for its first.
+            overlap = (overlap_tokens if start < starts[first] else 0) if spans else None
+            known[start, end] = (overlap_tokens + totals[last] - totals[first], overlap)
         spans.append((start, end))
         prev_first, first = first, last
     return spans
@@ -369,13 +421,34 @@ def _overlap_start(
     if i < first:
         return starts[i]
     # Not even the last unit fits: its last words that do.
-    unit_end = units.ends[first - 1]
-    word_starts = [m.start() for m in _WORD.finditer(data, starts[first - 1], unit_end)]
+    unit_start, unit_end = starts[first - 1], units.ends[first - 1]
+    if counter.exact and not units.atom_starts:
+        word = _last_words(data, counter, unit_start, unit_end, room)
+        return starts[first] if word is None else word
+    word_starts = [m.start() for m in _WORD.finditer(data, unit_start, unit_end)]
     if units.atom_starts:
         word_starts = [s for s in word_starts if not units.inside(s)]
     # Counts fall as the start moves right: find the first word start that fits.
     k = bisect_left(word_starts, -room, key=lambda s: -counter.count(s, unit_end))
     return word_starts[k] if k < len(word_starts) else starts[first]
+
+
+def _last_words(data: bytes, counter: SpanCounter, start: int, end: int, room: int) -> int | None:
+    """The first word start in ``data[start:end]`` from which at most ``room`` tokens
+    are left, or None where even the last word has more.
+
+    With an exact counter a count from any byte falls as the byte moves right, so the
+    first byte that leaves at most ``room`` is bisected for, and the answer is the first
+    word start from there, without listing the words of a unit that may fill a chunk.
+    """
+    pos = bisect_left(range(start, end), -room, key=lambda p: -counter.count(p, end)) + start
+    if pos > start and data[pos - 1] not in _SPACE:  # inside a word: the next one
+        space = _SPACE_BYTE.search(data, pos, end)
+        if space is None:
+            return None
+        pos = space.end()
+    word = _WORD.search(data, pos, end)
+    return word.start() if word else None
 
 
 def _fit(
@@ -405,13 +478,18 @@ def _chunks(
     spans: list[tuple[int, int]],
     counter: SpanCounter,
     where: list[tuple[str | None, str | None, str]] | None = None,
+    known: dict[tuple[int, int], tuple[int, int | None]] | None = None,
 ) -> list[Chunk]:
-    """Chunks with character offsets, byte offsets, tokens and overlap tokens."""
+    """Chunks with character offsets, byte offsets, tokens (from ``known`` where a span
+    is there) and overlap tokens."""
     char_at = _char_offsets(text, data, {b for span in spans for b in span})
     chunks = []
     prev_end = 0
+    known = known or {}
     for i, (start, end) in enumerate(spans):
-        overlap = counter.count(start, prev_end) if start < prev_end else 0
+        tokens, overlap = known.get((start, end)) or (None, None)
+        if overlap is None:  # not known, or the first chunk of a region
+            overlap = counter.count(start, prev_end) if start < prev_end else 0
         c_start, c_end = char_at[start], char_at[end]
         chunks.append(
             Chunk(
@@ -420,7 +498,7 @@ def _chunks(
                 c_end,
                 start,
                 end,
-                counter.count(start, end),
+                counter.count(start, end) if tokens is None else tokens,
                 overlap,
                 text[c_start:c_end],
                 *(where[i] if where else ()),

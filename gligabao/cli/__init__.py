@@ -1,7 +1,70 @@
-"""The `gb` command line: a thin layer that parses options, calls the library, renders."""
+"""The `gb` command line: a thin layer that parses options, calls the library, renders.
 
-# The order of the imports is the order of the commands in `gb --help`.
-from gligabao.cli import memory, search, graph, export, reading, evaluate, chunking  # noqa: F401, I001
-from gligabao.cli.app import app, main
+Start-up is most of what a user waits for in a command like `gb search`, so nothing is
+imported before it is needed: signals are handled first (signals.py), `gb --version`
+answers with nothing else imported, and `gb COMMAND` imports the module of that command
+only; `gb --help`, an unknown command or `load()` import them all.
+"""
 
-__all__ = ["app", "main"]
+from __future__ import annotations
+
+import sys
+
+# Each command's module, in the order of `gb --help`.
+COMMANDS = {
+    "remember": "memory",
+    "search": "search",
+    "facts": "graph",
+    "entity": "graph",
+    "entities": "graph",
+    "why": "graph",
+    "export": "export",
+    "show": "reading",
+    "list": "reading",
+    "forget": "reading",
+    "stats": "reading",
+    "vec-stats": "reading",
+    "inferences": "reading",
+    "status": "reading",
+    "eval": "evaluate",
+    "chunk-preview": "chunking",
+    "config": "chunking",
+    "mcp": "mcp",
+}
+
+
+def load(command: str | None = None):  # -> typer.Typer
+    """The typer app with `command`'s module imported (its commands registered), or
+    every command's when `command` is None or not one of them."""
+    import importlib
+
+    modules = [COMMANDS[command]] if command in COMMANDS else list(dict.fromkeys(COMMANDS.values()))
+    for module in modules:
+        importlib.import_module(f"gligabao.cli.{module}")
+    from gligabao.cli.app import app
+
+    return app
+
+
+def main() -> None:
+    """The `gb` command."""
+    from gligabao.cli import signals
+
+    signals.forward()
+    args = sys.argv[1:]
+    try:
+        if args == ["--version"]:
+            from gligabao import __version__
+
+            print(f"gb {__version__}")
+            return
+        load(args[0] if args else None)
+        from gligabao.cli.app import run
+    except KeyboardInterrupt:
+        signals.stopped_at_start()
+    try:
+        run()
+    except SystemExit as stop:
+        if stop.code in signals.STOPPED:
+            signals.leave(int(stop.code))
+        raise

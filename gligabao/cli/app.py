@@ -7,16 +7,16 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
-import signal
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
 
-from gligabao import __version__, render
+from gligabao import __version__
+from gligabao.cli import signals
 from gligabao.config import Config, load_config
-from gligabao.errors import ExitCode, GbError, Interrupted, OutputClosed, OutputError
+from gligabao.errors import ExitCode, GbError, OutputClosed, OutputError
 
 HELP = """\
 gb cuts documents into chunks, extracts a temporal knowledge graph from them with an
@@ -90,39 +90,14 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
 def _say(message: str) -> None:
     """One line on stderr, unless stderr is gone too (a closed terminal after SIGHUP)."""
     with contextlib.suppress(OSError):
+        from gligabao import render  # rich: imported when there is something to say
+
         render.error(message)
 
 
-# ---- signals: SIGTERM and SIGHUP end a run as SIGINT does
+# ---- signals: SIGTERM and SIGHUP end a run as SIGINT does (see signals.py)
 
-_received: list[int] = []
-
-
-def interrupted(detail: str) -> Interrupted:
-    """The error for a run stopped by the signal received (SIGINT if none was seen
-    here); `detail` says what was kept and how to go on."""
-    signum = _received[0] if _received else signal.SIGINT
-    name = signal.Signals(signum).name
-    return Interrupted(f"interrupted by {name}{': ' + detail if detail else ''}", signum)
-
-
-def _as_sigint(signum: int, frame: Any) -> None:
-    """SIGTERM or SIGHUP handled exactly as SIGINT is: by the handler SIGINT has now
-    (asyncio's, which cancels the run so that it unwinds, rolling back an unfinished
-    chunk's transaction), or by raising KeyboardInterrupt."""
-    _received.append(signum)
-    handler = signal.getsignal(signal.SIGINT)
-    if callable(handler):
-        handler(signal.SIGINT, frame)
-    else:  # SIGINT ignored (a background job): stop all the same
-        raise KeyboardInterrupt
-
-
-def _forward_signals() -> None:
-    for signum in (signal.SIGTERM, getattr(signal, "SIGHUP", None)):
-        # One ignored on purpose (nohup, a supervisor) stays ignored.
-        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
-            signal.signal(signum, _as_sigint)
+interrupted = signals.interrupted
 
 
 # ---- standard output: a write that fails is one line, not a traceback at exit
@@ -173,8 +148,8 @@ def _root(
     pass
 
 
-def main() -> None:
-    _forward_signals()
+def run() -> None:
+    """The typer app, its commands registered (see gligabao.cli.main)."""
     if sys.stdout is not None:
         sys.stdout = _GuardedStdout(sys.stdout)
     app()
@@ -184,6 +159,8 @@ def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
     """The configuration with flags applied, its warnings printed."""
     config = load_config(config_path, flags)
     for message in config.warnings:
+        from gligabao import render
+
         render.warning(message)
     return config
 
@@ -202,32 +179,11 @@ def open_store(config: Config, *, create: bool = True) -> Any:
     )
 
 
-def dataset_named(config: Config) -> str | None:
-    """The dataset --dataset, GB_DATASET or the config file names; None when only the
-    default applies (`gb list` and `gb stats` then cover every dataset)."""
-    return None if config.sources.get("dataset", "default") == "default" else config["dataset"]
-
-
 def open_dataset(config_path: str | None, db: str | None, dataset: str | None) -> Any:
     """(config, connection, dataset) of a command that reads one dataset: the file is
     opened without creating one (exit 6 if none), the dataset must exist (exit 1)."""
     config = configure(config_path, {"database": db, "dataset": dataset})
     conn = open_store(config, create=False)
+    from gligabao.store.datasets import require_dataset
+
     return config, conn, require_dataset(conn, config["dataset"])
-
-
-def require_dataset(conn: Any, name: str) -> Any:
-    """The dataset called `name`; if there is none, the error names the ones there are."""
-    from gligabao.store import datasets
-    from gligabao.store.errors import NotFound
-
-    found = datasets.find_dataset(conn, name)
-    if found is not None:
-        return found
-    names = [d.name for d in datasets.list_datasets(conn)]
-    there = (
-        "it has " + ", ".join(repr(n) for n in names)
-        if names
-        else "it has none yet (gb remember --dataset NAME makes one)"
-    )
-    raise NotFound(f"no dataset named {name!r} in {conn.path}; {there}")

@@ -30,7 +30,9 @@ def chunk_preview(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Show how each input would be cut into chunks, without storing anything.
+    """Show how inputs would be cut; store nothing.
+
+    Show how each input would be cut into chunks, without storing anything.
 
     With --json, a chunk of a file remembered with --contextual, whose stored chunks are
     the ones shown (same content, same settings), also has its `situating_context`.
@@ -103,7 +105,9 @@ def show_config(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Print every setting, its effective value, and where it came from (secrets masked).
+    """Every setting, its value and its source.
+
+    Print every setting, its effective value, and where it came from (secrets masked).
 
     The options override the configuration here as they do in other commands, so
     `gb config --chunk-size 512` shows what `gb chunk-preview --chunk-size 512` would use.

@@ -8,18 +8,21 @@ import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, open_store, require_dataset
-from gligabao.cli.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
+from gligabao.cli.app import command, configure, open_store
 from gligabao.config import Config
 from gligabao.evaluate import EVAL_METHODS, KS, EvalResult, evaluate_dataset, read_queries
+from gligabao.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
 from gligabao.store import datasets
+from gligabao.store.datasets import require_dataset
 
 _BATCH = 64  # queries per embeddings request
 
 Datasets = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
     typer.Option(
-        "--dataset", help="A dataset to measure; repeat to compare (default: the configured one)."
+        "--dataset",
+        metavar="NAME",
+        help="A dataset to measure; repeat to compare (default: the configured one).",
     ),
 ]
 
@@ -62,21 +65,30 @@ def _vector_skip(config: Config, conn, dataset: datasets.Dataset) -> str | None:
     return None
 
 
+# What `--json` gives of each kind of query.
+_KIND = ("queries", *(f"failure@{k}" for k in KS), *(f"failed@{k}" for k in KS))
+
+
 @command("eval")
 def eval_command(
     queries_path: str = typer.Argument(
         metavar="QUERIES.jsonl",
-        help='One {"query", "source", "start", "end"} a line: a gold span of bytes in a file.',
+        help='One {"query", "source", "start", "end"} a line (a gold span of bytes in a '
+        'file), with an optional "kind" to report failures by.',
     ),
     dataset: Datasets = None,
     db: options.Db = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Measure search on your own queries: failure@1, @5 and @20 of bm25, vector and
+    """Measure search on your own queries.
+
+    Measure search on your own queries: failure@1, @5 and @20 of bm25, vector and
     hybrid search for each dataset, side by side, with the mean tokens per retrieved chunk.
 
     A query fails at k when none of its top k hits covers at least half of its gold span.
+    Queries with a "kind" are also counted by kind; --json gives each query's rank (of
+    its first hit that covers the span) to compare two settings query by query.
     Vector and hybrid are skipped, with a note, where the dataset has no vectors or no
     embeddings endpoint is configured.
 
@@ -110,8 +122,17 @@ def eval_command(
                 rrf_k=rrf_k,
             )
         )
+    kinds = any(q.kind is not None for q in queries)
     if as_json:
         for r in results:
-            render.json_line(r.as_json())
+            line = r.as_json()
+            if kinds and not r.skipped:
+                line["by_kind"] = {
+                    kind: {key: value for key, value in part.as_json().items() if key in _KIND}
+                    for kind, part in r.by_kind(queries).items()
+                }
+            render.json_line(line)
         return
     render.eval_table(results, len(queries), KS)
+    if kinds:
+        render.eval_kinds_table(results, queries, KS)

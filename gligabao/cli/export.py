@@ -41,7 +41,9 @@ def export_command(
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
 ) -> None:
-    """Export the graph of a dataset: its entities and facts, with every temporal field
+    """Export the graph: JSON Lines, GraphML or CSV.
+
+    Export the graph of a dataset: its entities and facts, with every temporal field
     (valid_at, invalid_at, created_at, expired_at, status, closed_by) and the evidence of
     each fact.
 

@@ -16,24 +16,36 @@ from gligabao.errors import GbError
 
 @command("facts")
 def facts_command(
-    query: str = typer.Argument(None, help="Facts about this, in your own words (optional)."),
-    about: str = typer.Option(
-        None, "--about", help="Only facts touching this entity (name or id)."
+    query: str = typer.Argument(
+        None, metavar="QUERY", help="Facts about this, in your own words (optional)."
     ),
-    at: str = typer.Option(None, "--at", help="Facts true at this time (ISO-8601)."),
+    about: str = typer.Option(
+        None, "--about", metavar="NAME", help="Only facts touching this entity (name or id)."
+    ),
+    at: str = typer.Option(
+        None, "--at", metavar="TIME", help="Facts true at this time (ISO-8601)."
+    ),
     known_at: str = typer.Option(
-        None, "--known-at", help="Facts the graph held at this time (ISO-8601)."
+        None, "--known-at", metavar="TIME", help="Facts the graph held at this time (ISO-8601)."
     ),
     closed: bool = typer.Option(False, "--all", help="Closed facts too, not only current ones."),
-    relation: str = typer.Option(None, "--relation", help="Only this relation (WORKS_AT...)."),
-    session: str = typer.Option(None, "--session", help="Only facts of this session."),
-    limit: int = typer.Option(20, "-k", "--limit", help="How many facts to show."),
+    relation: str = typer.Option(
+        None, "--relation", metavar="NAME", help="Only this relation (WORKS_AT...)."
+    ),
+    session: str = typer.Option(
+        None, "--session", metavar="ID", help="Only facts of this session."
+    ),
+    limit: int = typer.Option(
+        20, "-k", "-n", "--limit", metavar="N", help="How many facts to show."
+    ),
     db: options.Db = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """The facts of a dataset: current ones, newest first, each with where it is stated.
+    """The facts, and where each is stated.
+
+    The facts of a dataset: current ones, newest first, each with where it is stated.
 
     With QUERY, facts are searched by BM25 and by meaning (their vectors), fused as
     gb search does; BM25 alone without vectors or an embeddings endpoint. A fact is
@@ -78,15 +90,23 @@ def facts_command(
 
 @command("entity")
 def entity_command(
-    name: str = typer.Argument(help="The entity's name (any case and spacing) or id."),
-    at: str = typer.Option(None, "--at", help="Only facts true at this time (ISO-8601)."),
-    depth: int = typer.Option(1, "--depth", help="Neighbours up to this many facts away."),
+    name: str = typer.Argument(
+        metavar="NAME|ID", help="The entity's name (any case and spacing) or id."
+    ),
+    at: str = typer.Option(
+        None, "--at", metavar="TIME", help="Only facts true at this time (ISO-8601)."
+    ),
+    depth: int = typer.Option(
+        1, "--depth", metavar="N", help="Neighbours up to this many facts away."
+    ),
     db: options.Db = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """One entity: its type and summary, its facts as a timeline (closed ones marked,
+    """One entity and its facts as a timeline.
+
+    One entity: its type and summary, its facts as a timeline (closed ones marked,
     with what closed them and why), its neighbours and the documents that mention it.
 
     A name is matched exactly (case, accents and spacing aside), else by its words: when
@@ -110,14 +130,20 @@ def entity_command(
 
 @command("entities")
 def entities_command(
-    query: str = typer.Argument(None, help="Entities like this, in your own words (optional)."),
-    limit: int = typer.Option(20, "-k", "--limit", help="How many entities to show."),
+    query: str = typer.Argument(
+        None, metavar="QUERY", help="Entities like this, in your own words (optional)."
+    ),
+    limit: int = typer.Option(
+        20, "-k", "-n", "--limit", metavar="N", help="How many entities to show."
+    ),
     db: options.Db = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """The entities of a dataset, by name, with their numbers of facts and documents;
+    """The entities, by name or like a query.
+
+    The entities of a dataset, by name, with their numbers of facts and documents;
     with QUERY, searched by their names and summaries and by meaning.
 
     Example: gb entities "software companies" -k 5
@@ -151,7 +177,7 @@ def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool =
     """A function embedding `text` for a KNN over the dataset's `index` vectors (edges or
     entities), or None, with a notice unless `quiet`, when they cannot be compared with
     it: BM25 alone then."""
-    from gligabao.cli.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
+    from gligabao.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
 
     what = {"edges": "fact", "entities": "entity"}[index]
     obstacle = vector_obstacle(config, conn, dataset, (index,))
@@ -172,13 +198,15 @@ def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool =
 
 @command("why")
 def why_command(
-    fact_id: int = typer.Argument(help="The fact's id, as gb facts shows it."),
+    fact_id: int = typer.Argument(metavar="FACT_ID", help="The fact's id, as gb facts shows it."),
     db: options.Db = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Why gb holds a fact: each place that states it, as path:LINE with the quote
+    """Where a fact is stated, and what closed it.
+
+    Why gb holds a fact: each place that states it, as path:LINE with the quote
     highlighted in its lines, and, for a closed fact, the fact that closed it, its own
     evidence and the reason given.
 

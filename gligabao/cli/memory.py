@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,7 +18,10 @@ from gligabao.errors import ConfigError, Interrupted, UsageError
 from gligabao.inputs import STDIN, shown_name
 
 if TYPE_CHECKING:
-    from gligabao.pipeline.batch import Tally
+    import apsw
+
+    from gligabao.config import Config
+    from gligabao.pipeline.batch import Result, Tally
 
 
 @command("remember")
@@ -26,15 +30,23 @@ def remember_command(
     db: options.Db = None,
     dataset: options.Dataset = None,
     kind: str = typer.Option(
-        "document", help="Kind of the document (chunk_summary and chunk_context are gb's own)."
+        "document",
+        metavar="KIND",
+        help="Kind of the document (chunk_summary and chunk_context are gb's own).",
     ),
-    session: str = typer.Option(None, help="Session the document and its facts belong to."),
+    session: str = typer.Option(
+        None, metavar="ID", help="Session the document and its facts belong to."
+    ),
     valid_at: str = typer.Option(
-        None, "--valid-at", help="ISO-8601 time the text is valid from (default now)."
+        None,
+        "--valid-at",
+        metavar="TIME",
+        help="ISO-8601 time the text is valid from (default now).",
     ),
     reference_time: str = typer.Option(
         None,
         "--reference-time",
+        metavar="TIME",
         help="ISO-8601 time relative dates are read against (default valid-at).",
     ),
     model: options.StageValues = None,
@@ -48,10 +60,16 @@ def remember_command(
         False, "-r", "--recursive", help="Remember the files in folders given, and below."
     ),
     glob: list[str] = typer.Option(
-        None, "--glob", help="With -r, only files matching PATTERN (repeatable), e.g. '*.md'."
+        None,
+        "--glob",
+        metavar="PATTERN",
+        help="With -r, only files matching PATTERN (repeatable), e.g. '*.md'.",
     ),
     files_from: str = typer.Option(
-        None, "--files-from", help="Read the paths to remember from FILE, one a line; - for stdin."
+        None,
+        "--files-from",
+        metavar="FILE",
+        help="Read the paths to remember from FILE, one a line; - for stdin.",
     ),
     null: bool = typer.Option(
         False, "-0", "--null", help="--files-from paths are NUL-separated (find -print0)."
@@ -66,10 +84,16 @@ def remember_command(
     force: bool = typer.Option(
         False, "--force", help="Remember inputs again even when already stored whole."
     ),
+    prune: bool = typer.Option(
+        False,
+        "--prune",
+        help="With -r, mark files deleted from the folders removed and expire their facts.",
+    ),
     max_cost: float = typer.Option(
         None,
         "--max-cost",
         min=0,
+        metavar="USD",
         help="Stop before the run's LLM cost passes USD (needs [prices]).",
     ),
     quiet: bool = typer.Option(
@@ -82,14 +106,17 @@ def remember_command(
     as_json: options.Json = False,
     trace: options.Trace = False,
 ) -> None:
-    """Remember documents: cut, extract a knowledge graph, summarize, embed, store.
+    """Remember documents: graph, summaries, vectors.
+
+    Remember documents: cut, extract a knowledge graph, summarize, embed, store.
 
     Run it again on the same input to finish a document a failure left halfway, or one
     stored offline (without an LLM endpoint); a document already complete is unchanged.
 
     Many inputs overlap their LLM calls; an input already stored whole is reported
     unchanged and costs nothing; a changed file is stored as a new version that supersedes
-    the old one. One bad input never stops the others (exit code 4: partial).
+    the old one, only its changed chunks extracted again (--force: all of them). One bad
+    input never stops the others (exit code 4: partial).
 
     \b
     Examples:
@@ -98,6 +125,8 @@ def remember_command(
       find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
     options.amount("--max-cost", max_cost)  # nan would pass min=0 and disable the budget
+    if prune and not recursive:
+        raise UsageError("--prune goes with -r FOLDER: it removes the files deleted from it")
     flags: dict[str, object] = {
         "database": db,
         "dataset": dataset,
@@ -111,7 +140,7 @@ def remember_command(
     # commands other than remember should not pay for.
     from gligabao.llm import LLM
     from gligabao.pipeline import Options
-    from gligabao.pipeline.batch import Result, Tally, remember_all
+    from gligabao.pipeline.batch import Tally, remember_all
     from gligabao.pipeline.calls import Budget
 
     config = configure(config_path, flags)
@@ -150,13 +179,16 @@ def remember_command(
     llm = LLM(config)
     batch = len(found.inputs) > 1
     tally = Tally(total=len(found.inputs))
-    with render.BatchProgress(tally, enabled=batch and not quiet) as progress:
+    progress = render.BatchProgress(tally, enabled=batch and not quiet, calls_out=llm.calls_out)
+    if progress.live is not None:
+        run_options = dataclasses.replace(run_options, on_step=progress.on_step)
+    with progress:
 
         def report(result: Result) -> None:
+            progress.update(result.name)
             # A file name's bytes that are not UTF-8, as they are stored: printable.
             result = dataclasses.replace(result, name=shown_name(result.name))
             tally.add(result)
-            progress.update()
             if result.error is not None:
                 render.error(str(result.error))
             if as_json:
@@ -166,6 +198,7 @@ def remember_command(
                     render.result_line(result)
                 else:
                     render.remember_panel(result.name, result.outcome)
+                _version_notice(result)
                 if trace:
                     render.trajectory(result.outcome.trajectory)
 
@@ -173,6 +206,8 @@ def remember_command(
             remember_all(conn, found.inputs, config, llm, run_options, report, budget)
         except KeyboardInterrupt:  # SIGINT, SIGTERM, SIGHUP (cli/app.py)
             raise _interrupted(tally) from None
+    if recursive:
+        _deleted_files(conn, config, paths or [], found, prune, as_json=as_json, quiet=quiet)
     for notice in tally.notices:
         # What a cron job must hear of even with --quiet: inputs left with stages pending.
         if not quiet or notice in tally.unfinished:
@@ -180,6 +215,51 @@ def remember_command(
     if batch and not quiet:
         render.notice(render.tally_summary(tally, skipped=len(found.skipped)))
     raise typer.Exit(int(tally.exit_code()))
+
+
+def _version_notice(result: Result) -> None:
+    """What a new version of a changed file cost: chunks taken over, extracted, facts
+    expired (issue 17)."""
+    version = result.outcome.response.get("previous_version")
+    if version is not None:
+        render.notice(
+            f"{result.name}: replaces document {version['artifact_id']}: "
+            f"{version['chunks_reused']} chunks reused, {version['chunks_extracted']} "
+            f"extracted again, {version['facts_expired']} facts expired (no longer stated)"
+        )
+
+
+def _deleted_files(
+    conn: apsw.Connection,
+    config: Config,
+    paths: list[str],
+    found: Discovery,
+    prune: bool,
+    *,
+    as_json: bool,
+    quiet: bool,
+) -> None:
+    """Files remembered from the folders walked that are gone: reported, or with --prune
+    removed, their facts expired."""
+    from gligabao.pipeline.status import deleted_files
+    from gligabao.pipeline.status import prune as prune_file
+    from gligabao.store import datasets
+
+    dataset = datasets.find_dataset(conn, config["dataset"])
+    folders = [p for p in paths if p != STDIN and os.path.isdir(p)]
+    for gone in deleted_files(conn, dataset and dataset.id, folders, found.inputs):
+        if prune:
+            expired = prune_file(conn, gone)
+            line = {"source": gone.source, "status": "removed", "artifact_id": gone.document_id}
+            line["facts_expired"] = expired
+            said = f"document {gone.document_id} removed, {expired} facts expired"
+        else:
+            line = {"source": gone.source, "status": "deleted", "artifact_id": gone.document_id}
+            said = f"still remembered as document {gone.document_id} (--prune removes it)"
+        if as_json:
+            render.json_line(line)
+        elif not quiet:
+            render.notice(f"{gone.source}: deleted; {said}")
 
 
 def _skip_notices(found: Discovery, verbose: bool) -> None:

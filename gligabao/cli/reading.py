@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import Counter
 
 import typer
 
 from gligabao import render
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, dataset_named, open_store, require_dataset
+from gligabao.cli.app import command, configure, open_store
 from gligabao.config import STAGES
 from gligabao.discover import discover
 from gligabao.errors import ExitCode, InputError, UsageError
@@ -17,6 +18,8 @@ from gligabao.inputs import read_source
 from gligabao.llm.endpoint import EMBED_STAGE
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
+from gligabao.store.datasets import require_dataset
+from gligabao.store.errors import NotFound
 
 # Every stage an inference is recorded under: the chat stages and the embeddings.
 KNOWN_STAGES = (*STAGES, EMBED_STAGE)
@@ -31,18 +34,22 @@ def _open(config_path: str | None, db: str | None, dataset: str | None = None):
 def _filter_id(config, conn) -> int | None:
     """The id of the dataset named by --dataset, GB_DATASET or the config file; None
     (every dataset) when none is named."""
-    name = dataset_named(config)
+    name = config.dataset_named()
     return None if name is None else require_dataset(conn, name).id
 
 
 @command("show")
 def show(
-    artifact_id: int = typer.Argument(help="The id of a document, a chunk or a summary."),
+    artifact_id: int = typer.Argument(
+        metavar="ID", help="The id of a document, a chunk or a summary."
+    ),
     db: options.Db = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Show a document with its chunks, summaries, entities and edges, or a chunk.
+    """Show a document or a chunk, with its graph.
+
+    Show a document with its chunks, summaries, entities and edges, or a chunk.
 
     A chunk's id (or its summary's) shows the chunk: its document, lines, text, summary
     and facts. Example: gb show 12
@@ -64,11 +71,16 @@ def list_documents(
     db: options.Db = None,
     dataset: options.DatasetFilter = None,
     every: bool = typer.Option(False, "--all", help="Also list superseded versions."),
-    limit: int = typer.Option(50, "--limit", "-n", help="How many, newest first."),
+    session: options.SessionFilter = None,
+    limit: int = typer.Option(
+        50, "-n", "-k", "--limit", metavar="N", help="How many, newest first."
+    ),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """List the documents remembered, newest first, of every dataset unless one is named.
+    """List the documents remembered, newest first.
+
+    List the documents remembered, newest first, of every dataset unless one is named.
 
     Each has a state: complete, incomplete (with the stages still to do) or superseded.
     Ids are shared by documents, chunks and summaries, so document ids may skip.
@@ -77,7 +89,9 @@ def list_documents(
     options.count("--limit", limit)
     config, conn = _open(config_path, db, dataset)
     dataset_id = _filter_id(config, conn)
-    rows = artifacts.list_documents(conn, dataset_id, include_superseded=every, limit=limit)
+    rows = artifacts.list_documents(
+        conn, dataset_id, include_superseded=every, limit=limit, session=session
+    )
     if as_json:
         for row in rows:
             render.json_line(row)
@@ -87,12 +101,16 @@ def list_documents(
 
 @command("forget")
 def forget_document(
-    artifact_id: int = typer.Argument(help="The id of the document (not of a chunk) to delete."),
+    artifact_id: int = typer.Argument(
+        metavar="ID", help="The id of the document (not of a chunk) to delete."
+    ),
     db: options.Db = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Delete a document with its chunks, summaries, links, keyword rows and vectors.
+    """Delete a document and all it gave.
+
+    Delete a document with its chunks, summaries, links, keyword rows and vectors.
 
     Entities and facts that no other document supports are deleted with it. A chunk's
     or a summary's id is refused (exit 2), naming its document. Example: gb forget 12
@@ -112,7 +130,9 @@ def show_stats(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Count documents (and those incomplete), chunks, summaries, entities, facts, LLM
+    """Count what the database holds, and its cost.
+
+    Count documents (and those incomplete), chunks, summaries, entities, facts, LLM
     calls, tokens and cost, of every dataset unless one is named.
 
     Example: gb stats --json
@@ -133,7 +153,9 @@ def vec_stats(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Each vector index: the vectors it holds and the rows it should hold.
+    """What each vector index holds.
+
+    Each vector index: the vectors it holds and the rows it should hold.
 
     Example: gb vec-stats
     """
@@ -148,16 +170,31 @@ def vec_stats(
 
 @command("inferences")
 def list_inferences(
+    inference_id: int = typer.Argument(
+        None, metavar="[ID]", help="One call: its record, its answer and what it served."
+    ),
     db: options.Db = None,
-    stage: str = typer.Option(None, help=f"Only this stage: {', '.join(KNOWN_STAGES)}."),
-    limit: int = typer.Option(50, "--limit", "-n", help="How many, newest first."),
+    stage: str = typer.Option(
+        None, metavar="STAGE", help=f"Only this stage: {', '.join(KNOWN_STAGES)}."
+    ),
+    limit: int = typer.Option(
+        50, "-n", "-k", "--limit", metavar="N", help="How many, newest first."
+    ),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """The record of LLM calls: stage, model, reasoning, tokens, cost, duration.
+    """The record of LLM calls, or one call whole.
+
+    The record of LLM calls: stage, model, reasoning, tokens, cost, duration.
+
+    With ID, that one call whole: its record, the answer it gave (as the reruns reuse
+    it) and the document it served.
 
     Example: gb inferences --stage summarize_chunk -n 10
     """
+    if inference_id is not None:
+        _one_inference(config_path, db, options.stored_id(inference_id, "inference"), as_json)
+        return
     options.count("--limit", limit)
     if stage is not None and stage not in KNOWN_STAGES:
         # An unknown stage matches no row: an empty table would look like "no calls".
@@ -171,11 +208,25 @@ def list_inferences(
         render.inferences_table(rows)
 
 
+def _one_inference(config_path: str | None, db: str | None, inference_id: int, as_json: bool):
+    _, conn = _open(config_path, db)
+    row = inference_rows.get_inference(conn, inference_id)
+    if row is None:
+        raise NotFound(f"no inference with id {inference_id}; gb inferences lists them")
+    served = inference_rows.served_documents(conn, inference_id)
+    if as_json:
+        render.json_line({**row, "documents": served})
+    else:
+        render.inference_view(row, served)
+
+
 @command("status")
 def status(
     paths: options.Paths = None,
     recursive: bool = typer.Option(False, "-r", "--recursive", help="Check the files in folders."),
-    glob: list[str] = typer.Option(None, "--glob", help="With -r, only files matching PATTERN."),
+    glob: list[str] = typer.Option(
+        None, "--glob", metavar="PATTERN", help="With -r, only files matching PATTERN."
+    ),
     db: options.Db = None,
     dataset: options.Dataset = None,
     chunk_size: options.ChunkSize = None,
@@ -185,7 +236,9 @@ def status(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Say whether each file's stored chunks are what it and the settings cut now.
+    """Whether files are stored as they read now.
+
+    Say whether each file's stored chunks are what it and the settings cut now.
 
     States: in sync, changed, settings changed, incomplete, not remembered. The exit code
     is 0 only when every file is in sync (1 otherwise, 3 when a file cannot be read).
@@ -198,7 +251,7 @@ def status(
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
     }
     # Here, not at the top: it loads the remember pipeline, which no other command needs.
-    from gligabao.pipeline.status import IN_SYNC, sync_status
+    from gligabao.pipeline.status import IN_SYNC, deleted_files, sync_status
 
     config = configure(config_path, flags)
     settings = config.chunk_settings()
@@ -228,5 +281,15 @@ def status(
             render.json_line(dataclasses.asdict(result))
         else:
             render.status_line(result)
-    render.status_summary(len(names), states)
+    # Remembered from a folder walked, gone from it since (issue 17): not in sync either.
+    folders = [p for p in paths or [] if recursive and os.path.isdir(p)]
+    gone = deleted_files(conn, dataset_id, folders, names) if conn is not None else []
+    for result in gone:
+        states[result.state] += 1
+        worst = ExitCode.FAILURE if worst == ExitCode.OK else worst
+        if as_json:
+            render.json_line(dataclasses.asdict(result))
+        else:
+            render.status_line(result)
+    render.status_summary(len(names) + len(gone), states)
     raise typer.Exit(int(worst))

@@ -2,63 +2,39 @@
 
 from __future__ import annotations
 
+import functools
+
 import typer
 
-from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, open_dataset
 from gligabao.config import Config
-from gligabao.errors import ConfigError, UsageError
-from gligabao.llm.endpoint import Endpoints
-from gligabao.search import METHODS, search
-from gligabao.store import datasets, vectors
-
-# Why a dataset's vectors cannot be searched (see vector_obstacle).
-NO_VECTORS = "no vectors"
-OTHER_MODEL = "other model"
-NO_ENDPOINT = "no endpoint"
-
-
-def vector_obstacle(
-    config: Config,
-    conn,
-    dataset: datasets.Dataset,
-    indexes: tuple[str, ...] = ("chunks", "summaries"),
-) -> str | None:
-    """Why vector search cannot run on `dataset`, or None when it can.
-
-    NO_VECTORS: none stored in its `indexes` (by default the chunk and summary ones, what
-    gb search compares); OTHER_MODEL: they were made
-    with another model or dimensions than embeddings.*, so a query's would not compare;
-    NO_ENDPOINT: no embeddings endpoint to embed the query. Checked in that order, with
-    no network call and no openai import. `gb search` and `gb eval` each say it their way.
-    """
-    if dataset.embedding_model is None or not vectors.has_vectors(conn, dataset.id, indexes):
-        return NO_VECTORS
-    model, dims = config["embeddings.model"], config["embeddings.dimensions"]
-    if (dataset.embedding_model, dataset.embedding_dimensions) != (model, dims):
-        return OTHER_MODEL
-    if not Endpoints.from_config(config).embeddings_available:
-        return NO_ENDPOINT
-    return None
+from gligabao.errors import UsageError
+from gligabao.jsonl import json_line
+from gligabao.search import (
+    METHODS,
+    NO_ENDPOINT,
+    NO_VECTORS,
+    OTHER_MODEL,
+    other_model,
+    search,
+    vector_obstacle,
+)
+from gligabao.store import datasets
 
 
 def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str) -> str:
     """The method to run: bm25 (with a notice) when vectors cannot be searched."""
     if method == "bm25":
         return method
+    from gligabao import render  # rich, for the notices: not for a plain --json search
+
     obstacle = vector_obstacle(config, conn, dataset)
     if obstacle == NO_VECTORS:
         render.notice(f"dataset '{dataset.name}' has no vectors; searching by BM25 only")
         return "bm25"
     if obstacle == OTHER_MODEL:
-        model, dims = config["embeddings.model"], config["embeddings.dimensions"]
-        raise ConfigError(
-            f"dataset '{dataset.name}' was embedded with {dataset.embedding_model} "
-            f"({dataset.embedding_dimensions} dimensions), but embeddings.model is {model} "
-            f"({dims}); set embeddings.model and embeddings.dimensions to the dataset's, "
-            "or search with --method bm25"
-        )
+        raise other_model(config, dataset)
     if obstacle == NO_ENDPOINT:
         render.notice(
             "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY); "
@@ -70,21 +46,31 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
 
 @command("search")
 def search_command(
-    query: str = typer.Argument(help="What to look for, in your own words."),
+    query: str = typer.Argument(metavar="QUERY", help="What to look for, in your own words."),
     method: str = typer.Option(
-        "hybrid", "--method", help="hybrid (BM25 and vectors fused), bm25 or vector."
+        "hybrid",
+        "--method",
+        metavar="METHOD",
+        help="hybrid (BM25 and vectors fused), bm25 or vector.",
     ),
-    k: int = typer.Option(10, "-k", help="How many hits to show."),
+    k: int = typer.Option(10, "-k", "-n", "--limit", metavar="N", help="How many hits to show."),
     db: options.Db = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
+    session: options.SessionFilter = None,
+    full: bool = typer.Option(
+        False, "--full", help="Print each hit's whole chunk and its summary, not a snippet."
+    ),
     as_json: options.Json = False,
 ) -> None:
-    """Search the chunks and summaries of a dataset by keywords and by meaning.
+    """Search by keywords and by meaning.
 
-    Each hit shows its file and lines, its section, its score and its text with the
-    query's words highlighted. Without vectors or an embeddings endpoint the search is
-    by BM25 alone.
+    Search the chunks and summaries of a dataset by keywords and by meaning.
+
+    Each hit shows path:LINE-LINE, its section, its score (fused in hybrid search, the
+    BM25 score with --method bm25) and the few lines that best match the query, its
+    words highlighted; --full prints the whole chunk and its summary. Without vectors or
+    an embeddings endpoint the search is by BM25 alone.
 
     Example: gb search "how is the licence terminated" -k 5
     """
@@ -94,23 +80,30 @@ def search_command(
     query = options.query_text(query, optional=False)
     config, conn, found = open_dataset(config_path, db, dataset)
     method = _choose_method(config, conn, found, method)
-    from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
+    query_vector = None
+    if method != "bm25":
+        from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
 
+        query_vector = functools.partial(embed_query, config, query)
     hits = search(
         conn,
         found,
         query,
         method=method,
         k=k,
-        query_vector=None if method == "bm25" else lambda: embed_query(config, query),
+        query_vector=query_vector,
         depth=config["search.depth"],  # search() takes at least k from each method
         rrf_k=config["search.rrf_k"],
+        exact=config["search.exact"],
+        session=session,
     )
     if as_json:
         for hit in hits:
-            render.json_line(hit.as_json())
+            json_line(hit.as_json())
         return
+    from gligabao import render
+
     if not hits:
         render.notice(f"no hits for {query!r}")
         return
-    render.search_hits(hits, query)
+    render.search_hits(hits, query, full=full)

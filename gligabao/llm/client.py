@@ -24,15 +24,15 @@ import asyncio
 import hashlib
 import json
 import logging
+import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.config import Config
+from gligabao.llm import float32, wire
 from gligabao.llm.endpoint import (
     DEFAULT_BASE_URL,
     EMBED_STAGE,
@@ -55,11 +55,17 @@ from gligabao.llm.endpoint import (
     too_large,
     vector_problem,
 )
-from gligabao.llm.limiter import Limiter, Slot
+from gligabao.llm.float32 import Float32
+from gligabao.llm.limiter import NORMAL, URGENT, Limiter, Slot
 from gligabao.llm.prompts import ChatRequest
 from gligabao.llm.schema import SchemaMismatch, TooDeep, checked, parse_answer, repaired
 from gligabao.llm.split import InputLimit, Plan, combine
 from gligabao.llm.streaming import Assembled, NoEvents
+
+if TYPE_CHECKING:
+    # The SDK is imported where a request is first made: its ~650 models take longer to
+    # import than a batch of unchanged files takes to check (issue 14).
+    import openai
 
 __all__ = [
     "EMBED_STAGE",
@@ -130,7 +136,7 @@ class Answer:
 
 @dataclass(frozen=True)
 class Embeddings:
-    vectors: list[list[float]]
+    vectors: list[Float32]  # array("f") each: the float32 values as stored
     inference: Inference
 
 
@@ -218,6 +224,10 @@ class LLM:
     def embeddings_available(self) -> bool:
         return self.endpoints.embeddings_available
 
+    def calls_out(self) -> int:
+        """Requests sent and not yet answered (for a progress display)."""
+        return 0 if self._state is None else self._state.limiter.out
+
     @property
     def mode(self) -> str:
         """Either structured (response_format json_schema) or prompt (schema in the prompt)."""
@@ -276,11 +286,15 @@ class LLM:
         return state.chat
 
     def _make_client(self, base_url: str | None, key: str | None) -> openai.AsyncOpenAI:
+        import openai
+
+        url = base_url or DEFAULT_BASE_URL
         return openai.AsyncOpenAI(
-            base_url=base_url or DEFAULT_BASE_URL,  # never the SDK's own env lookup
+            base_url=url,  # never the SDK's own env lookup
             api_key=key or PLACEHOLDER_KEY,
             max_retries=0,  # ours retry, with a pause shared by every request
             timeout=self.timeout,
+            http_client=_plain_http_client(url),
         )
 
     async def aclose(self) -> None:
@@ -388,16 +402,15 @@ class LLM:
         """One chat request; a streamed answer is read to its end and put back together."""
         client = self._client(False)
         if not kwargs.get("stream"):
-            return await client.chat.completions.create(**kwargs)
+            return await wire.post(client, "/chat/completions", kwargs)
         assembled = Assembled()
-        async with await client.chat.completions.create(**kwargs) as stream:
+        async with await wire.stream(client, "/chat/completions", kwargs) as stream:
             if "json" in stream.response.headers.get("content-type", ""):
                 # A server that ignores `stream` answers whole: read it as such.
-                body = json.loads(await stream.response.aread())
-                return openai.types.chat.ChatCompletion.construct(**body)
+                return wire.fields(json.loads(await stream.response.aread()))
             async for chunk in stream:
                 slot.receiving()
-                assembled.add(chunk)
+                assembled.add(wire.fields(chunk))
         return assembled.done()
 
     def _adapt(self, err: LLMError, lenient: bool, sent: Mapping[str, Any]) -> bool:
@@ -562,7 +575,7 @@ class LLM:
             except LLMError as err:
                 if not self._fits_next_time(err, plan):
                     raise
-        by_text: list[list[list[float]]] = [[] for _ in texts]
+        by_text: list[list[Float32]] = [[] for _ in texts]
         for owner, vector in zip(plan.owners, vectors, strict=True):
             by_text[owner].append(vector)
         usage = getattr(response, "usage", None)
@@ -601,17 +614,28 @@ class LLM:
 
     async def _send_embed(
         self, plan: Plan, model: str, dimensions: int
-    ) -> tuple[Any, list[list[float]]]:
+    ) -> tuple[Any, list[Float32]]:
         """One embeddings request, and its vectors once each is known to be usable: a
-        vector that is not (NaN, zeros, 1e308) fails the attempt, like a 5xx."""
-        response = await self._client(True).embeddings.create(
-            model=model, input=plan.inputs, dimensions=dimensions
+        vector that is not (NaN, zeros, 1e308) fails the attempt, like a 5xx. Asked for
+        as base64, they stay float32 (llm/float32.py), never a Python float a value."""
+        response = await wire.post(
+            self._client(True),
+            "/embeddings",
+            {
+                "model": model,
+                "input": plan.inputs,
+                "dimensions": dimensions,
+                "encoding_format": "base64",
+            },
         )
+        if not response.data:  # as the SDK says it when it decodes the vectors itself
+            raise ValueError("No embedding data received")
         n = len(plan.inputs)
-        data = sorted(response.data or [], key=lambda d: d.index)
+        data = sorted(response.data, key=lambda d: d.index)
         if len(data) != n or [d.index for d in data] != list(range(n)):
             raise Unusable(f"the answer held {len(data)} vectors for {n} texts")
-        sizes = {len(d.embedding or ()) for d in data}
+        answered = [float32.decoded(d.embedding) for d in data]
+        sizes = {len(e) if isinstance(e, Float32 | list) else 0 for e in answered}
         if len(sizes) == 1 and sizes != {dimensions}:
             raise LLMError(  # the model makes another size: no retry will change that
                 EMBED_STAGE,
@@ -619,13 +643,11 @@ class LLM:
                 f"the vectors have {sizes.pop()} dimensions, not {dimensions}; set "
                 "embeddings.dimensions to what the model makes",
             )
-        vectors = []
-        for i, d in enumerate(data):
-            problem = vector_problem(d.embedding, dimensions)
+        for i, vector in enumerate(answered):
+            problem = vector_problem(vector, dimensions)
             if problem is not None:
                 raise Unusable(f"vector {i + 1} of {n} is unusable: {problem}")
-            vectors.append([float(x) for x in d.embedding])
-        return response, vectors
+        return response, answered
 
     # ---- sending, with retries
 
@@ -650,7 +672,7 @@ class LLM:
         flight = flight or Flight()
         while True:
             await self._wait_for_pause()
-            async with limiter.slot() as slot:
+            async with limiter.slot(_PRIORITY.get(stage, NORMAL)) as slot:
                 await self._wait_for_pause()  # a pause may have begun while this one queued
                 if flight.stopped:
                     raise Stopped(stage, model, "stopped: the run no longer needs the answer")
@@ -663,6 +685,8 @@ class LLM:
                 except LLMError:
                     raise
                 except Exception as exc:
+                    import openai  # imported already: the request was made with it
+
                     failure = self._classify(exc, stage, slot.received)
                     queued = isinstance(exc, openai.APITimeoutError) and not slot.received
                     # Lowered before this slot is released, so the next waiter sees it.
@@ -724,6 +748,8 @@ class LLM:
 
     def _classify(self, exc: Exception, stage: str, received: bool = False) -> Failure:
         """Why an attempt failed; ``received``: after the answer had begun to arrive."""
+        import openai
+
         if isinstance(exc, openai.APITimeoutError):
             detail = "the answer stopped coming" if received else ""
             return Failure(f"timed out (limit {self.timeout:g} s)", detail, retryable=True)
@@ -762,6 +788,25 @@ class LLM:
             # e.g. "No embedding data received": an answer, but not a usable one
             return Failure("the answer could not be read", one_line(self.scrub(str(exc))))
         raise exc
+
+
+def _plain_http_client(url: str) -> Any:
+    """For a plain-HTTP endpoint (a local llama.cpp, Ollama, vLLM) reached with no proxy,
+    a connection pool without the TLS context the SDK would load its CA bundle into
+    (~0.1 s before the first request) though no TLS connection is ever made; else None,
+    the SDK's own."""
+    if not url.lower().startswith("http://") or any(
+        name.lower().endswith("_proxy") for name in os.environ
+    ):
+        return None
+    import openai
+
+    return openai.DefaultAsyncHttpxClient(verify=False)
+
+
+# A run stores its chunks in order, each once its resolve answer is in: those calls go
+# before the others waiting, which nothing waits on yet (see limiter.py).
+_PRIORITY = {"resolve": URGENT}
 
 
 def _failed(flight: Flight | None, exc: LLMError) -> None:

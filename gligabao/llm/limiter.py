@@ -11,10 +11,14 @@ retry queues again behind the others. So the limit adapts, as TCP's window does:
 - each answer received raises it by 1/limit (by one after a limit's worth of answers),
   never above `concurrency`.
 
-Requests wait for the limit in order of arrival. A permit is handed to the next waiter
-when one is released, and that waiter runs in a later step of the event loop: what the
-releasing call does before its next await (Flight.fail) happens before anything the
-permit lets in is sent.
+Requests wait for the limit in order of arrival, except that an `URGENT` one goes before
+every `NORMAL` one waiting: what a run's ordered stores wait on (its resolve calls) is
+not queued behind work that nothing waits on yet (the embeddings of later chunks, the
+extractions of other documents). Both kinds count alike: `concurrency` bounds every
+request out, whatever its kind. A permit is handed to the next waiter when one is
+released, and that waiter runs in a later step of the event loop: what the releasing
+call does before its next await (Flight.fail) happens before anything the permit lets
+in is sent.
 """
 
 from __future__ import annotations
@@ -24,7 +28,10 @@ import collections
 import contextlib
 from collections.abc import AsyncIterator
 
-__all__ = ["Limiter", "Slot"]
+__all__ = ["NORMAL", "URGENT", "Limiter", "Slot"]
+
+URGENT = 0  # served before any NORMAL waiter
+NORMAL = 1
 
 
 class Slot:
@@ -52,15 +59,19 @@ class Limiter:
         self.limit = float(most if limit is None else max(1.0, min(limit, most)))
         self.out = 0  # requests holding a permit
         self.receiving = 0  # ...of which the answer has begun to arrive
-        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
+        # One queue per priority, URGENT first: each in order of arrival.
+        self._waiters: tuple[collections.deque[asyncio.Future[None]], ...] = (
+            collections.deque(),
+            collections.deque(),
+        )
 
     @property
     def capacity(self) -> int:
         return max(1, int(self.limit))
 
     @contextlib.asynccontextmanager
-    async def slot(self) -> AsyncIterator[Slot]:
-        await self._acquire()
+    async def slot(self, priority: int = NORMAL) -> AsyncIterator[Slot]:
+        await self._acquire(self._waiters[priority])
         slot = Slot(self)
         try:
             yield slot
@@ -84,12 +95,12 @@ class Limiter:
             self.limit = min(float(self.most), self.limit + 1.0 / self.capacity)
             self._wake()
 
-    async def _acquire(self) -> None:
-        if not self._waiters and self.out < self.capacity:
+    async def _acquire(self, queue: collections.deque[asyncio.Future[None]]) -> None:
+        if not any(self._waiters) and self.out < self.capacity:
             self.out += 1
             return
         waiter = asyncio.get_running_loop().create_future()
-        self._waiters.append(waiter)
+        queue.append(waiter)
         try:
             await waiter  # done when _wake handed this waiter its permit
         except asyncio.CancelledError:
@@ -98,12 +109,13 @@ class Limiter:
                 self._wake()
             else:
                 with contextlib.suppress(ValueError):  # unless _wake passed over it
-                    self._waiters.remove(waiter)
+                    queue.remove(waiter)
             raise
 
     def _wake(self) -> None:
-        while self._waiters and self.out < self.capacity:
-            waiter = self._waiters.popleft()
-            if not waiter.done():
-                self.out += 1
-                waiter.set_result(None)
+        for queue in self._waiters:
+            while queue and self.out < self.capacity:
+                waiter = queue.popleft()
+                if not waiter.done():
+                    self.out += 1
+                    waiter.set_result(None)

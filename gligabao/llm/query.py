@@ -19,6 +19,7 @@ from typing import Any
 
 from gligabao import __version__
 from gligabao.config import Config
+from gligabao.llm import float32
 from gligabao.llm.endpoint import (
     DEFAULT_BASE_URL,
     EMBED_STAGE,
@@ -35,6 +36,7 @@ from gligabao.llm.endpoint import (
     status_failure,
     vector_problem,
 )
+from gligabao.llm.float32 import Float32
 
 __all__ = ["embed_query"]
 
@@ -46,7 +48,7 @@ def embed_query(
     env: Mapping[str, str] | None = None,
     backoff_base: float = 0.5,
     backoff_cap: float = 20.0,
-) -> list[float]:
+) -> Float32:
     """The embedding of `text` by `embeddings.model` at `embeddings.dimensions`.
 
     Retried like every LLM call (429 and 5xx after Retry-After or a backoff, timeouts,
@@ -68,10 +70,10 @@ def embed_query(
     while True:
         failure, answer = _attempt(request, timeout, endpoints, config)
         if failure is None:
-            vector = _vector(answer, model, dimensions)
+            vector = float32.decoded(_vector(answer, model, dimensions))
             problem = vector_problem(vector, dimensions)
             if problem is None:
-                return [float(x) for x in vector]
+                return vector
             failure = Failure(f"the vector is unusable: {problem}", retryable=True)
         if not failure.retryable or retries >= max_retries:
             raise failure.error(EMBED_STAGE, model, retries)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from gligabao.chunk import ESTIMATOR, split_text
 from gligabao.llm.endpoint import TooLarge
+from gligabao.llm.float32 import Float32
 
 __all__ = ["InputLimit", "Plan", "combine"]
 
@@ -96,15 +97,15 @@ class InputLimit:
         return True
 
 
-def combine(vectors: Sequence[Sequence[float]]) -> list[float]:
+def combine(vectors: Sequence[Float32]) -> Float32:
     """One vector for a text sent as pieces: the mean of their normalised vectors,
-    normalised. A text sent whole keeps its vector as the server made it."""
+    normalised, as float32. A text sent whole keeps its vector as the server made it."""
     if len(vectors) == 1:
-        return [float(x) for x in vectors[0]]
+        return vectors[0]
     total = [0.0] * len(vectors[0])
     for vector in vectors:
         norm = math.sqrt(math.fsum(x * x for x in vector)) or 1.0
         for i, x in enumerate(vector):
             total[i] += x / norm
     norm = math.sqrt(math.fsum(x * x for x in total)) or 1.0
-    return [x / norm for x in total]
+    return Float32("f", (x / norm for x in total))

@@ -22,6 +22,7 @@ from gligabao.config import STAGES, Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.llm import EMBED_STAGE, ChatRequest, Flight, LLMError, load_answer
 from gligabao.llm.endpoint import Crew, Stopped
+from gligabao.llm.float32 import Float32
 from gligabao.store import inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -158,6 +159,7 @@ class Calls:
         self.spend = spend if spend is not None else Spend()
         self._carried_on: set[asyncio.Task[Any]] = set()
         self._crew = Crew()  # the calls of this run not ended yet
+        self.served: list[int] = []  # the inferences this run used, made or reused
 
     async def _to_the_end(
         self, call: Callable[[Flight], Awaitable[_T]], *, contained: bool = False
@@ -211,6 +213,7 @@ class Calls:
                 pass  # it no longer fits the request's schema: asked for again below
             else:
                 self.spend.reused += 1
+                self.served.append(cached.inference_id)
                 reasoning = self.llm.config.reasoning_for(request.stage)
                 return Asked(value, cached.inference_id, cached.model_name, reasoning)
         return await self._to_the_end(
@@ -233,13 +236,14 @@ class Calls:
         inference_id = self._record(answer.inference)
         return Asked(answer.value, inference_id, answer.inference.model, answer.inference.reasoning)
 
-    async def embed(self, texts: list[str]) -> list[list[float]]:
-        """One embeddings request for all of ``texts`` (R5), recorded as an inference."""
+    async def embed(self, texts: list[str]) -> list[Float32]:
+        """One embeddings request for all of ``texts`` (R5), recorded as an inference; the
+        vectors as float32 arrays, as they are stored."""
         if not texts:
             return []
         return await self._to_the_end(lambda flight: self._embed(texts, flight))
 
-    async def _embed(self, texts: list[str], flight: Flight) -> list[list[float]]:
+    async def _embed(self, texts: list[str], flight: Flight) -> list[Float32]:
         async with self._budgeted(self.llm.config["embeddings.model"], "\n".join(texts), 0) as paid:
             result = await self.llm.embed(texts, flight)
             paid.append(result.inference.cost)
@@ -268,7 +272,7 @@ class Calls:
 
     def _record(self, inference: Inference) -> int:
         self.spend.add(inference)
-        return inferences.record_inference(
+        recorded = inferences.record_inference(
             self.conn,
             stage=inference.stage,
             model=inference.model,
@@ -282,3 +286,5 @@ class Calls:
             answer=inference.answer,
             dataset_id=self.dataset_id,
         )
+        self.served.append(recorded)
+        return recorded

@@ -11,6 +11,9 @@ database work only. A failure at chunk k leaves the parent and the chunks before
 stored; running the same input again finds the document by its sha256 and completes
 it from chunk k, cut with the settings it was first cut with, reusing every answer
 already paid for. A text already stored whole is `unchanged` and costs nothing.
+A changed file (issue 17) is cut anew and its chunks matched to its previous version's
+(pipeline/diff.py): a chunk that is one of them is copied with all it was given, no call
+made; once the new version is whole, the facts only the old one stated are expired.
 Without an endpoint the text and its chunks are stored with the stages still to do
 marked on them, and a later run with one completes exactly those.
 """
@@ -20,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,6 +42,7 @@ from gligabao.llm import (
     resolve_request,
     summarize_chunk_request,
 )
+from gligabao.pipeline import diff
 from gligabao.pipeline.calls import Budget, Calls, Spend
 from gligabao.pipeline.resolve import (
     Extraction,
@@ -48,7 +53,7 @@ from gligabao.pipeline.resolve import (
     split_items,
 )
 from gligabao.pipeline.write import Piece, Writer, Written, insert_chunk, pause
-from gligabao.store import artifacts, claims, datasets, graph
+from gligabao.store import artifacts, claims, datasets, graph, inferences, versions
 from gligabao.store.db import now_iso, query, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -96,6 +101,9 @@ class Options:
     force: bool = False  # remember again even when the same text is already stored whole
     # Told, as it happens, what a user waiting on the run should know (a wait on another run).
     on_notice: Callable[[str], None] | None = field(default=None, compare=False)
+    # Told each step of each input as it happens (source name, step, its data): a batch's
+    # progress in chunks, not only in whole files.
+    on_step: Callable[[str, str, dict[str, Any]], None] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.kind.strip():
@@ -183,8 +191,16 @@ class _Run:
             "-" if source.path is None else shown_name(os.path.abspath(source.name))
         )
         self.embedding: dict[int, asyncio.Future[None]] = {}  # started as extractions land
+        # A changed file: the version it replaces, the chunks taken over from it (new
+        # index -> its stored row), how many were extracted anew, and the facts expired.
+        self.previous: dict[str, Any] | None = None
+        self.reused: dict[int, Any] = {}
+        self.extracted = 0
+        self.expired = 0
 
     def step(self, name: str, message: str, **data: Any) -> None:
+        if self.options.on_step is not None:
+            self.options.on_step(self.source.name, name, data)
         if self.options.trace:
             self.trajectory.append({"step": name, "message": message, **data})
 
@@ -284,6 +300,8 @@ class _Run:
             Piece(0, self.source.text, None)
         ]
         todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
+        self.reused = self._diff(document, result, todo)
+        fetch = [p for p in todo if p.index not in self.reused]
         if not self.llm.available:
             return self._offline(document, result, pieces, stored, OFFLINE_NOTICE, "offline")
         # Before any call: a dataset embedded with another model is refused for free.
@@ -294,7 +312,7 @@ class _Run:
             self.config["embeddings.dimensions"],
         )
         try:
-            await self._fetch(todo, n)
+            await self._fetch(fetch, n)
         except FetchFailed as exc:
             cause = exc.__cause__
             if not (isinstance(cause, LLMError) and cause.unreachable and not self.answered):
@@ -307,7 +325,61 @@ class _Run:
                 "again once the server answers"
             )
             return self._offline(self._find(), result, pieces, stored, notice, PENDING)
-        return await self._store(document, result, todo, n)
+        async with _store_turn(self.dataset.id):
+            return await self._store(document, result, todo, n)
+
+    def _diff(self, document, result, todo: list[Piece]) -> dict[int, Any]:
+        """The pieces to do that are chunks the file's previous version stored whole (by
+        their text, else their text after the overlap): copied, not fetched. None with
+        --force, which extracts everything again."""
+        if self.source.path is None:
+            return {}
+        self.previous = versions.previous_version(
+            self.conn,
+            self.dataset.id,
+            self.stored_source,
+            self.source.sha256,
+            document and document["id"],
+        )
+        if self.previous is None or self.options.force or not result.chunks:
+            return {}
+        rows, reusable = versions.reusable_chunks(self.conn, self.dataset.id, self.previous["id"])
+        # A chunk situated by Contextual Retrieval is reused only where contexts are asked.
+        contextual = bool(self.config["contextual"])
+        reusable = {
+            r["id"] for r in rows if r["id"] in reusable and bool(r["situating"]) == contextual
+        }
+        wanted = {p.index for p in todo}
+        found = {
+            index: row
+            for index, row in diff.match(result.chunks, rows, reusable).items()
+            if index in wanted
+        }
+        self.step(
+            "diff",
+            f"{len(found)} of {len(todo)} chunks to store are chunks of document "
+            f"{self.previous['id']}: reused",
+            reused=len(found),
+            previous=self.previous["id"],
+        )
+        return found
+
+    def _reuse(self, document, piece: Piece, n: int) -> None:
+        """Store a piece the previous version stored whole, as its copy (one transaction)."""
+        pause("chunk", piece, document["id"])
+        chunk_id = versions.copy_chunk(
+            self.conn, self.dataset.id, document, self.reused[piece.index], piece.chunk
+        )
+        self.step("reuse", f"artifact {chunk_id}, as stored before{_of(piece, n)}")
+
+    def _expire(self, document) -> None:
+        """Once a new version is whole: the facts only the versions it replaced stated are
+        no longer stated, and expire (issue 17)."""
+        replaced = versions.replaced_by(self.conn, document["id"])
+        if replaced:
+            reason = f"no longer stated in {self.stored_source}"
+            self.expired = versions.expire_unstated(self.conn, replaced, reason)
+            self.step("expire", f"{self.expired} facts no longer stated", expired=self.expired)
 
     @property
     def answered(self) -> bool:
@@ -321,24 +393,37 @@ class _Run:
         left to do marked on them (and on the document), for a run with an endpoint. A
         document an earlier run left halfway (killed, a full disk) is completed so too."""
         if document is None:
-            document = self._store_parent(result, pending=OFFLINE_STAGES)
-        missing = [p for p in pieces if p.chunk is not None and p.index not in stored]
+            whole = bool(result.chunks) and len(self.reused) == len(result.chunks)
+            document = self._store_parent(result, pending=() if whole else OFFLINE_STAGES)
+        # Chunks the previous version stored whole need no endpoint: copied, complete.
+        missing = [
+            p
+            for p in pieces
+            if p.chunk is not None and (p.index not in stored or p.index in self.reused)
+        ]
         for start in range(0, len(missing), OFFLINE_CHUNKS_PER_TRANSACTION):
             with transaction(self.conn):
                 for piece in missing[start : start + OFFLINE_CHUNKS_PER_TRANSACTION]:
                     pause("offline-chunk", piece, document["id"])
-                    insert_chunk(self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES)
-        left = (
-            bool(missing)
-            or not result.chunks
-            or any(artifacts.pending_stages(row) for row in stored.values())
+                    if piece.index in self.reused:
+                        versions.copy_chunk(
+                            self.conn,
+                            self.dataset.id,
+                            document,
+                            self.reused[piece.index],
+                            piece.chunk,
+                        )
+                    else:
+                        insert_chunk(self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES)
+        left = not result.chunks or any(
+            artifacts.pending_stages(row) for row in _chunks_of(self.conn, document["id"])
         )
         if left or document["status"] != "complete":
             artifacts.set_pending(
                 self.conn, document["id"], OFFLINE_STAGES if left else document["pending"]
             )
         # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
-        document = self._complete(document)
+        document = self._complete(document, whole=not left and not document["pending"])
         outcome = self._outcome(document, [], status)
         outcome.notices.append(notice)
         return outcome
@@ -415,11 +500,13 @@ class _Run:
     # ---- store
 
     async def _store(self, document, result, todo: list[Piece], n: int) -> Outcome:
+        fetched = [p for p in todo if p.index not in self.reused]
+        self.extracted = sum(1 for p in fetched if p.chunk is not None)
         resolver = Resolver(self.conn, self.dataset.id, self.valid_at)
-        for piece in todo:
+        for piece in fetched:
             piece.plan = resolver.plan(piece.index, piece.extraction)
         resolving = {}
-        for batch in batches([p.plan for p in todo]):
+        for batch in batches([p.plan for p in fetched]):
             task = asyncio.ensure_future(self._resolve(batch))
             for plan in batch.plans:
                 resolving[plan.index] = task
@@ -433,6 +520,10 @@ class _Run:
             )
             writer = Writer(self.conn, self.dataset.id, document)
             for piece in todo:
+                if piece.index in self.reused:
+                    await asyncio.sleep(0)  # a signal lands between two chunks here too
+                    self._reuse(document, piece, n)
+                    continue
                 try:
                     if piece.index in resolving:
                         await resolving[piece.index]
@@ -466,8 +557,8 @@ class _Run:
             await self._stop([*resolving.values(), *embedding.values()], exc)
             raise
         artifacts.set_pending(self.conn, document["id"], ())
-        document = self._complete(document)
-        status = "remembered" if not written or len(todo) == max(n, 1) else "completed"
+        document = self._complete(document, whole=True)
+        status = "remembered" if not todo or len(todo) == max(n, 1) else "completed"
         return self._outcome(document, written, status)
 
     async def _stop(self, tasks, exc: BaseException) -> None:
@@ -534,8 +625,11 @@ class _Run:
         )
         return artifacts.get_artifact(self.conn, doc_id)
 
-    def _complete(self, document: dict[str, Any]) -> dict[str, Any]:
-        """Mark the document stored whole; it supersedes the earlier version of its file."""
+    def _complete(self, document: dict[str, Any], *, whole: bool) -> dict[str, Any]:
+        """Mark the document stored whole; it supersedes the earlier version of its file.
+        When nothing is left to do on it (`whole`), the facts only the versions it replaced
+        stated expire, in the same transaction: a kill between the two would leave them
+        current for good, since a rerun finds the document whole and does nothing."""
         with transaction(self.conn):
             artifacts.update_status(self.conn, document["id"], "complete")
             if self.source.path is not None:
@@ -548,15 +642,40 @@ class _Run:
                     (self.dataset.id, self.stored_source, document["id"]),
                 ):
                     artifacts.set_superseded(self.conn, row["id"], document["id"])
+            if whole:
+                self._expire(document)
         return artifacts.get_artifact(self.conn, document["id"])
 
     # ---- response
 
     def _outcome(self, document, written: list[Written], status: str) -> Outcome:
+        inferences.link_document(self.conn, self.calls.served, document["id"])
         response = _response(self.conn, document, written)
+        if self.previous is not None:
+            # A new version of a changed file: what it cost against the one it replaces.
+            response["previous_version"] = {
+                "artifact_id": self.previous["id"],
+                "chunks_reused": len(self.reused),
+                "chunks_extracted": self.extracted,
+                "facts_expired": self.expired,
+            }
         if self.options.trace:
             response["trajectory"] = self.trajectory
         return Outcome(response, status, self.calls.spend, self.trajectory)
+
+
+# The documents of a batch are fetched at once, but stored one at a time per dataset:
+# a document's facts are resolved against the graph as the documents stored before it
+# left it, so two documents in flight that contradict each other are resolved as if
+# remembered one after the other, in any order (README "Reading the graph").
+_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _store_turn(dataset_id: int) -> asyncio.Lock:
+    locks = _turns.setdefault(asyncio.get_running_loop(), {})
+    return locks.setdefault(dataset_id, asyncio.Lock())
 
 
 def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[str, Any]:

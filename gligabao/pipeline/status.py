@@ -4,7 +4,9 @@ A file is `in sync` when its latest stored version has the file's current conten
 its chunks are exactly those the current settings cut from it; `changed` when the
 content differs; `settings changed` when the content is the same but the cut would
 differ (another chunk size, overlap, mode or tokenizer); `incomplete` when a run left
-it halfway or offline; `not remembered` when no document came from that path.
+it halfway or offline; `not remembered` when no document came from that path. A file
+remembered from a folder that is gone from it is `deleted` (`gb status -r`, `gb remember
+-r`); `gb remember -r --prune` marks its document removed and expires its facts (`prune`).
 
 The same check tells `gb chunk-preview --json` whether the chunks it previews are the
 ones stored, so it can show each one's Contextual Retrieval context (X1):
@@ -14,6 +16,7 @@ ones stored, so it can show each one's Contextual Retrieval context (X1):
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +24,9 @@ import apsw
 
 from gligabao.chunk import ChunkSettings, Cut, cut
 from gligabao.inputs import Source, shown_name
-from gligabao.store import artifacts, datasets
-from gligabao.store.db import dict_row, query, translate_errors
+from gligabao.pipeline import diff
+from gligabao.store import artifacts, datasets, versions
+from gligabao.store.db import dict_row, query, transaction, translate_errors
 from gligabao.store.errors import DatabaseError
 
 IN_SYNC = "in sync"
@@ -30,6 +34,7 @@ CHANGED = "changed"
 SETTINGS_CHANGED = "settings changed"
 INCOMPLETE = "incomplete"
 NOT_REMEMBERED = "not remembered"
+DELETED = "deleted"
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +53,7 @@ def sync_status(
         return SyncStatus(source.name, NOT_REMEMBERED, None, "no document from this path")
     doc_id = document["id"]
     if document["content_sha256"] != source.sha256:
-        return SyncStatus(source.name, CHANGED, doc_id, "the file's content differs")
+        return SyncStatus(source.name, CHANGED, doc_id, _changed(conn, document, source, settings))
     if document["status"] != "complete" or artifacts.pending_stages(document):
         stages = " ".join(artifacts.pending_stages(document)) or "chunks"
         return SyncStatus(source.name, INCOMPLETE, doc_id, f"still to do: {stages}")
@@ -64,6 +69,56 @@ def sync_status(
     return SyncStatus(
         source.name, IN_SYNC, doc_id, f"{len(stored)} chunks" if stored else "not chunked"
     )
+
+
+def _changed(
+    conn: apsw.Connection, document: dict[str, Any], source: Source, settings: ChunkSettings
+) -> str:
+    """What remembering a changed file would cost: its chunks that are not stored ones
+    (issue 17: only those are extracted again)."""
+    said = "the file's content differs"
+    result = cut(source.text, settings, source.name)
+    if not result.chunks or not document["chunk_count"] or document["status"] != "complete":
+        return said
+    rows, reusable = versions.reusable_chunks(conn, document["dataset_id"], document["id"])
+    redo = len(result.chunks) - len(diff.match(result.chunks, rows, reusable))
+    return f"{said}: {redo} of {len(result.chunks)} chunks to extract again"
+
+
+def deleted_files(
+    conn: apsw.Connection,
+    dataset_id: int | None,
+    folders: Iterable[str],
+    present: Iterable[str],
+) -> list[SyncStatus]:
+    """The files remembered from under `folders` that are gone: not among the `present`
+    paths found there now, and not on disk. Each is `deleted`, with its document."""
+    if dataset_id is None:
+        return []
+    seen = {shown_name(os.path.abspath(p)) for p in present}
+    gone: dict[int, SyncStatus] = {}
+    for folder in folders:
+        under = shown_name(os.path.abspath(folder))
+        for row in artifacts.documents_under(conn, dataset_id, under):
+            if row["source"] not in seen and not os.path.lexists(row["source"]):
+                gone[row["id"]] = SyncStatus(
+                    row["source"],
+                    DELETED,
+                    row["id"],
+                    "the file is gone; gb remember -r --prune expires its facts",
+                )
+    return list(gone.values())
+
+
+def prune(conn: apsw.Connection, deleted: SyncStatus) -> int:
+    """Mark a deleted file's document removed (superseded by nothing) and expire the facts
+    that no current version states any more; returns how many were expired."""
+    assert deleted.document_id is not None
+    with transaction(conn):
+        artifacts.set_removed(conn, deleted.document_id)
+        return versions.expire_unstated(
+            conn, [deleted.document_id], f"no longer stated in {deleted.source}: it was deleted"
+        )
 
 
 def remembered_document(

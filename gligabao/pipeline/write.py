@@ -16,6 +16,7 @@ from typing import Any
 import apsw
 
 from gligabao.evidence import locate_quote
+from gligabao.llm.float32 import Float32
 from gligabao.pipeline.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
 from gligabao.store.db import query_one, transaction
@@ -62,7 +63,7 @@ class Piece:
     situating: str | None = None  # Contextual Retrieval's context, when asked for (X1)
     situating_inference: int | None = None
     plan: Plan | None = None
-    vectors: dict[str, list[float]] = field(default_factory=dict)
+    vectors: dict[str, Float32] = field(default_factory=dict)  # float32, as stored
 
     @property
     def embedding_context(self) -> str:

@@ -28,12 +28,14 @@ __all__ = [
     "CONTEXT_KIND",
     "DERIVED_KINDS",
     "INCOMPLETE",
+    "REMOVED",
     "SUMMARY_KIND",
     "SUPERSEDED",
     "ForgetReport",
     "add_pending",
     "artifact_place",
     "document_state",
+    "documents_under",
     "embedded_text",
     "find_by_source",
     "find_document",
@@ -52,6 +54,7 @@ __all__ = [
     "remove_pending",
     "search_artifacts_fts",
     "set_pending",
+    "set_removed",
     "set_superseded",
     "update_status",
 ]
@@ -64,6 +67,7 @@ DERIVED_KINDS = (SUMMARY_KIND, CONTEXT_KIND)  # written by the pipeline about a 
 COMPLETE = "complete"
 INCOMPLETE = "incomplete"
 SUPERSEDED = "superseded"
+REMOVED = "removed"  # its file was deleted and `gb remember --prune` said so: superseded by nothing
 
 # `query` is also a column (and a parameter) of artifacts, hence the helpers' names
 # _rows / _row here.
@@ -84,10 +88,10 @@ def pending_stages(artifact: Mapping[str, Any]) -> list[str]:
 
 
 def document_state(document: Mapping[str, Any], chunk_pending: Iterable[str] = ()) -> str:
-    """`superseded`, `complete`, or `incomplete: STAGE, ...`: the stages pending on the
-    document or on any of its chunks (`chunks` when a run left them unstored)."""
+    """`superseded`, `removed`, `complete`, or `incomplete: STAGE, ...`: the stages pending
+    on the document or on any of its chunks (`chunks` when a run left them unstored)."""
     if document.get("superseded_by") is not None:
-        return SUPERSEDED
+        return REMOVED if document["superseded_by"] == document["id"] else SUPERSEDED
     todo = [] if document["status"] == COMPLETE else ["chunks"]
     todo += _pending(" ".join([document["pending"], *chunk_pending])).split()
     return f"{INCOMPLETE}: {', '.join(todo)}" if todo else COMPLETE
@@ -477,14 +481,19 @@ def list_documents(
     limit: int = 100,
     *,
     offset: int = 0,
+    session: str | None = None,
 ) -> list[dict[str, Any]]:
     """Documents, newest first, without their text: a `preview` (first 120 characters),
-    the `dataset` name, `chunks_stored` and the `state` (document_state) instead."""
+    the `dataset` name, `chunks_stored` and the `state` (document_state) instead; only
+    those of `session` when it is given."""
     where = ["a.parent_id IS NULL"]
     params: list[Any] = []
     if dataset_id is not None:
         where.append("a.dataset_id = ?")
         params.append(dataset_id)
+    if session is not None:
+        where.append("a.session_id = ?")
+        params.append(session)
     if not include_superseded:
         where.append("a.superseded_by IS NULL")
     rows = _rows(
@@ -562,20 +571,62 @@ def set_superseded(conn: apsw.Connection, artifact_id: int, by_artifact_id: int 
         raise NotFound(f"no artifact with id {artifact_id}")
 
 
+def set_removed(conn: apsw.Connection, artifact_id: int) -> None:
+    """Mark a document whose file was deleted: superseded by nothing, which is stored as by
+    itself, so that everything that skips superseded versions skips it too."""
+    set_superseded(conn, artifact_id, artifact_id)
+
+
+def documents_under(conn: apsw.Connection, dataset_id: int, folder: str) -> list[dict[str, Any]]:
+    """The latest versions (not superseded) of the sources stored under `folder` (an
+    absolute path, as sources are stored): `id` and `source`, by source."""
+    prefix = folder.rstrip("/") + "/"
+    return _rows(
+        conn,
+        """SELECT id, source FROM gb_artifacts
+           WHERE dataset_id = ? AND parent_id IS NULL AND superseded_by IS NULL
+             AND substr(source, 1, length(?)) = ?
+           ORDER BY source, id""",
+        (dataset_id, prefix, prefix),
+    )
+
+
 def search_artifacts_fts(
     conn: apsw.Connection,
     dataset_id: int,
     text: str,
     limit: int = 20,
+    *,
+    session: str | None = None,
 ) -> list[dict[str, Any]]:
     """Keyword hits over chunks (as embedded), summaries and unchunked documents:
-    `artifact_id`, `kind` and bm25 `rank` (lower is better), best first."""
+    `artifact_id`, `kind` and bm25 `rank` (lower is better), best first; only those of
+    `session` when it is given."""
     match = fts_query(text)
     if match is None or limit <= 0:
         return []
+    scope = (
+        ""
+        if session is None
+        else (
+            " AND rowid IN (SELECT id FROM gb_artifacts WHERE dataset_id = :d AND session_id = :s)"
+        )
+    )
     return _rows(
         conn,
-        """SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
-           WHERE gb_fts_artifacts MATCH ? AND dataset_id = ? ORDER BY rank LIMIT ?""",
-        (match, dataset_id, limit),
+        f"""SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
+            WHERE gb_fts_artifacts MATCH :m AND dataset_id = :d{scope}
+            ORDER BY rank LIMIT :n""",
+        {"m": match, "d": dataset_id, "s": session, "n": limit},
     )
+
+
+def session_documents(conn: apsw.Connection, dataset_id: int, session: str) -> list[int]:
+    """The ids of the documents (every version) remembered with `session`."""
+    rows = _rows(
+        conn,
+        """SELECT id FROM gb_artifacts
+           WHERE dataset_id = ? AND parent_id IS NULL AND session_id = ? ORDER BY id""",
+        (dataset_id, session),
+    )
+    return [r["id"] for r in rows]

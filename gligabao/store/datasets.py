@@ -50,6 +50,20 @@ def find_dataset(conn: apsw.Connection, name: str) -> Dataset | None:
     return None if row is None else _dataset(row)
 
 
+def require_dataset(conn: apsw.Connection, name: str) -> Dataset:
+    """The dataset called `name`; if there is none, NotFound names the ones there are."""
+    found = find_dataset(conn, name)
+    if found is not None:
+        return found
+    names = [d.name for d in list_datasets(conn)]
+    there = (
+        "it has " + ", ".join(repr(n) for n in names)
+        if names
+        else "it has none yet (gb remember --dataset NAME makes one)"
+    )
+    raise NotFound(f"no dataset named {name!r} in {conn.path}; {there}")
+
+
 def get_dataset(conn: apsw.Connection, dataset_id: int) -> Dataset:
     row = query_one(conn, "SELECT * FROM gb_datasets WHERE id = ?", (dataset_id,))
     if row is None:

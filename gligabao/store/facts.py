@@ -166,7 +166,9 @@ def entity_ids_fts(
 def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, Any]]:
     """Each (fact, chunk) link of these facts: the chunk (or unchunked document) and its
     byte span, the document and its source, and the quote with its span where known.
-    Oldest link first within a fact."""
+    Oldest link first within a fact. Links in versions superseded (or removed) are left
+    out where a current version states the fact: a fact no current version states shows
+    where it was stated (issue 17)."""
     return query(
         conn,
         """SELECT l.edge_id, l.artifact_id AS chunk_id, l.quote, l.exact,
@@ -178,6 +180,11 @@ def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, A
            JOIN gb_artifacts a ON a.id = l.artifact_id
            JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
            WHERE l.edge_id IN (SELECT value FROM json_each(?))
+             AND (d.superseded_by IS NULL OR NOT EXISTS (
+                 SELECT 1 FROM gb_edge_artifacts k
+                 JOIN gb_artifacts ka ON ka.id = k.artifact_id
+                 JOIN gb_artifacts kd ON kd.id = coalesce(ka.parent_id, ka.id)
+                 WHERE k.edge_id = l.edge_id AND kd.superseded_by IS NULL))
            ORDER BY l.edge_id, a.id""",
         (json_ids(edge_ids),),
     )

@@ -8,6 +8,8 @@ API key or a header, and nothing secret is stored here.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import apsw
@@ -110,6 +112,35 @@ def get_inference(conn: apsw.Connection, inference_id: int) -> dict[str, Any] | 
         conn,
         f"""SELECT {_COLUMNS}, i.answer FROM gb_inferences i
             JOIN gb_models m ON m.id = i.model_id WHERE i.id = ?""",
+        (inference_id,),
+    )
+
+
+def link_document(conn: apsw.Connection, inference_ids: Sequence[int], document_id: int) -> None:
+    """Say which document these calls served (those not linked to one already: a reused
+    answer keeps the document it was first given for)."""
+    if not inference_ids:
+        return
+    with transaction(conn):
+        conn.execute(
+            """UPDATE gb_inferences SET document_id = ?
+               WHERE id IN (SELECT value FROM json_each(?)) AND document_id IS NULL""",
+            (document_id, json.dumps(sorted(set(inference_ids)))),
+        )
+
+
+def served_documents(conn: apsw.Connection, inference_id: int) -> list[dict[str, Any]]:
+    """The document an inference served: `id`, `source`, and `chunk_index` when the call
+    wrote a chunk's summary or context (else None: an extraction, a resolve or an
+    embeddings call serves the document's chunks together)."""
+    return query(
+        conn,
+        """SELECT d.id, d.source,
+                  (SELECT c.chunk_index FROM gb_artifacts s
+                     JOIN gb_artifacts c ON c.id = s.parent_id
+                    WHERE s.inference_id = i.id ORDER BY c.chunk_index LIMIT 1) AS chunk_index
+           FROM gb_inferences i JOIN gb_artifacts d ON d.id = i.document_id
+           WHERE i.id = ?""",
         (inference_id,),
     )
 

@@ -231,7 +231,15 @@ CREATE TABLE gb_claims (
 ) WITHOUT ROWID;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3]
+# The document each LLM call served (gb inferences ID): set once the document is stored,
+# by the first run whose call it was or that reused its answer.
+_V4 = """
+ALTER TABLE gb_inferences ADD COLUMN
+    document_id INTEGER REFERENCES gb_artifacts(id) ON DELETE SET NULL;
+CREATE INDEX gb_inferences_document ON gb_inferences(document_id);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

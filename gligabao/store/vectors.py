@@ -14,16 +14,14 @@ many source chunks (gb_entity_artifacts), so its provenance stays in the graph t
 rather than in metadata that forget() would have to keep rewriting. `index` is the
 chunk's chunk_index: vec0 parses it unquoted in its declaration, and SQL must quote it.
 
-The entities and edges indexes (QUANTIZED) each have a companion, `dataset-<id>-<index>-bits`:
-the same vectors, sign-quantized to one bit a dimension (vec_quantize_binary), with the
-same vector ids and `kind`. It is an accelerator, not an index: `gb facts QUERY` ranks
-100,000 facts of 1,536 dimensions by an exact cosine scan in ~250 ms (this sqlite-vec
-build has no SIMD), while a Hamming scan of the bits (32 times less to read, popcount
-instead of float math) picks a few hundred candidates that are then ranked by their exact
-cosine distance, in ~50-70 ms. knn() answers as before, with the true distances;
-vec_stats() and has_vectors() see only the four float indexes. Chunks and summaries are
-searched with a `where` on their parent or artifact, and are fewer, so they keep the
-exact scan alone.
+Each index has a companion, `dataset-<id>-<index>-bits`: the same vectors, sign-quantized
+to one bit a dimension (vec_quantize_binary), with the same vector ids and metadata. It is
+an accelerator, not an index: an exact cosine scan of 100,000 vectors of 1,536 dimensions
+takes ~220 ms (this sqlite-vec build has no SIMD), while a Hamming scan of the bits (32
+times less to read, popcount instead of float math) picks a few hundred candidates that
+are then ranked by their exact cosine distance, in ~50 ms. knn() answers as before, with
+the true distances, unless asked for the exact scan (`search.exact`); vec_stats() and
+has_vectors() see only the four float indexes.
 """
 
 from __future__ import annotations
@@ -65,8 +63,8 @@ __all__ = [
 
 INDEXES = ("entities", "edges", "chunks", "summaries")
 
-# The indexes with a binary-quantized companion table (see the module docstring).
-QUANTIZED = ("entities", "edges")
+# The indexes with a binary-quantized companion table (see the module docstring): all four.
+QUANTIZED = INDEXES
 
 # At most this many vectors are exactly scanned instead of quantized: 2,000 of 1,536
 # dimensions take ~5 ms exactly, about what the coarse step's Hamming scan and the
@@ -205,8 +203,11 @@ def summary_row(
 
 def to_blob(embedding: Sequence[float] | bytes, dimensions: int | None = None) -> bytes:
     """float32 bytes as vec0 takes them; checks the dimension when it is given."""
-    blob = bytes(embedding) if isinstance(embedding, bytes | bytearray | memoryview) else None
-    if blob is None:
+    if isinstance(embedding, array) and embedding.typecode == "f":
+        blob = embedding.tobytes()  # float32 already, as the LLM layer keeps vectors
+    elif isinstance(embedding, bytes | bytearray | memoryview):
+        blob = bytes(embedding)
+    else:
         blob = array("f", embedding).tobytes()
     if len(blob) % 4:
         raise ValueError("an embedding blob must be float32 (a multiple of 4 bytes)")
@@ -414,6 +415,7 @@ def knn(
     k: int,
     *,
     where: Mapping[str, int | str] | None = None,
+    exact: bool = False,
 ) -> list[Neighbor]:
     """The k nearest vectors by cosine distance, nearest first.
 
@@ -422,8 +424,8 @@ def knn(
     is not a number (NaN, all zeros: stored by gb versions that did not check what the
     server sent; SQLite makes NaN a NULL) is no neighbour, nor is any to such a query.
 
-    A QUANTIZED index of more than QUANTIZED_MIN_VECTORS vectors is searched in two
-    steps: the nearest OVERSAMPLE * k by Hamming distance over its bits table, then those
+    An index of more than QUANTIZED_MIN_VECTORS vectors is searched in two steps, unless
+    `exact`: the nearest OVERSAMPLE * k by Hamming distance over its bits table, then those
     by their exact cosine distance. Its results are then nearly, not always exactly, the
     exact scan's (recall@20 in bench/graph_bench.py), with the same distances. Without a
     bits table (a database from before them, read by a command that writes nothing), or
@@ -444,7 +446,7 @@ def knn(
             raise ValueError(f"{index_name} vectors have no metadata column {col!r}")
         clauses += f' AND "{col}" = ?'
         filters.append(value)
-    over = _oversampled(conn, dataset_id, index_name, int(k))
+    over = 0 if exact else _oversampled(conn, dataset_id, index_name, int(k))
     if over:
         rows = query(
             conn,

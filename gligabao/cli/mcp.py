@@ -1,0 +1,63 @@
+"""`gb mcp`: serve the database to MCP clients (Claude Desktop, Claude Code, Cursor)."""
+
+from __future__ import annotations
+
+import os
+
+import typer
+
+from gligabao.cli import options
+from gligabao.cli.app import command
+from gligabao.errors import UsageError
+
+
+@command("mcp")
+def mcp_command(
+    db: options.Db = None,
+    dataset: options.Dataset = None,
+    allow_write: bool = typer.Option(
+        False, "--allow-write", help="Also offer remember_text, remember_file and forget."
+    ),
+    root: list[str] = typer.Option(
+        None,
+        "--root",
+        metavar="DIR",
+        help="A folder remember_file may read files under (repeatable).",
+    ),
+    http: str = typer.Option(
+        None,
+        "--http",
+        metavar="HOST:PORT",
+        help="Serve streamable HTTP at HOST:PORT (default host 127.0.0.1).",
+    ),
+    config_path: options.ConfigPath = None,
+) -> None:
+    """Serve this memory to agents over MCP.
+
+    Serve this memory to an agent over MCP, on standard input and output.
+
+    Read tools (search, facts, entity, why, get_document, list_documents, stats) always;
+    remember_text, remember_file (only files under a --root) and forget with
+    --allow-write. Works with no LLM endpoint: BM25 search and the graph.
+
+    \b
+    Example: gb mcp --db ~/notes.db --allow-write --root ~/notes
+    In Claude Desktop, Claude Code or Cursor:
+      {"mcpServers": {"gb": {"command": "gb", "args": ["mcp", "--db", "/abs/gligabao.db"]}}}
+    """
+    from gligabao import render
+    from gligabao.api import Memory
+
+    if root and not allow_write:
+        raise UsageError("--root names folders remember_file may read: add --allow-write")
+    for folder in root or ():
+        if not os.path.isdir(folder):
+            raise UsageError(f"--root {folder}: no such folder; name a folder that exists")
+    memory = Memory(db, dataset, config=config_path)  # a bad setting: exit 5, here
+    for message in memory.config.warnings:
+        render.warning(message)
+    # Here, not at the top: the MCP SDK (pydantic, starlette) is for this command only.
+    from gligabao.mcp_server import parse_http, serve
+
+    address = parse_http(http) if http is not None else None
+    serve(memory, allow_write=allow_write, roots=root or (), http=address)

@@ -1,0 +1,508 @@
+"""`gb mcp`: the memory served to agents (Claude Desktop, Claude Code, Cursor...) over the
+Model Context Protocol, with the official SDK (the `mcp` package).
+
+Each tool is a thin call of `gligabao.api.Memory`, answering structured content (the
+objects `--json` prints, declared as the tool's output schema) and a short text with
+`path:LINE-LINE` places to cite. Read tools are always listed; the write tools
+(`remember_text`, `remember_file`, `forget`) only with `allow_write`, and
+`remember_file` reads only files under a `--root` folder, symlinks resolved. A bad call
+(arguments against the schema, an unknown id, a database locked past its busy timeout) is
+an MCP error and the server stays up; no answer carries the API key. With no LLM endpoint
+it works offline: BM25 search, graph reads, texts stored with their stages pending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field
+from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, before 3.12
+
+from gligabao import __version__
+from gligabao.api import Memory, Remembered, Why
+from gligabao.errors import GbError, UsageError
+from gligabao.facts import EntityView, Fact
+from gligabao.llm.endpoint import Endpoints, scrub
+from gligabao.search import Hit
+from gligabao.store.forget import ForgetReport
+from gligabao.store.stats import Stats
+
+__all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_server", "parse_http", "serve"]
+
+READ_TOOLS = ("search", "facts", "entity", "why", "get_document", "list_documents", "stats")
+WRITE_TOOLS = ("remember_text", "remember_file", "forget")
+
+INSTRUCTIONS = """\
+gb is a memory of documents: their chunks, summaries and a temporal knowledge graph
+(facts with the time they held and the lines that state them). Use `search` for passages,
+`facts` and `entity` for what is (or was) true, `why` for the evidence of a fact, and cite
+the `path:LINE-LINE` places the answers give."""
+
+# ---- what each tool answers: the objects --json prints, declared as output schemas
+
+
+class SearchOutput(TypedDict):
+    hits: list[Hit]
+
+
+class FactsOutput(TypedDict):
+    facts: list[Fact]
+
+
+class ChunkOutput(TypedDict):
+    id: int
+    chunk_index: int
+    start_offset: int | None
+    end_offset: int | None
+    section: str | None
+    text: str
+    summary: dict[str, Any] | None
+
+
+class DocumentOutput(TypedDict):
+    """`gb show --json` of a document (more keys than these: every column it has)."""
+
+    id: int
+    kind: str
+    source: str | None
+    state: str
+    text: str
+    chunks: list[ChunkOutput]
+    entities: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+
+
+class DocumentRow(TypedDict):
+    """`gb list --json` of a document."""
+
+    id: int
+    dataset: str
+    kind: str
+    source: str | None
+    state: str
+    created_at: str
+    chunk_count: int | None
+    preview: str
+
+
+class DocumentsOutput(TypedDict):
+    documents: list[DocumentRow]
+
+
+class RememberOutput(TypedDict):
+    """`gb remember --json` of one input (and the rest of its response)."""
+
+    source: str
+    status: str
+    artifact_id: int
+    notices: NotRequired[list[str]]
+
+
+# ---- the tools' arguments, validated by the SDK against the schemas they make
+
+Count = Annotated[int, Field(ge=1, le=1000)]
+Query = Annotated[str, Field(min_length=1, max_length=10_000)]
+Moment = Annotated[
+    str | None, Field(description="An ISO-8601 time, e.g. 2024-05-01 or 2024-05-01T09:30:00Z.")
+]
+Id = Annotated[int, Field(ge=1, le=2**63 - 1)]
+Kind = Annotated[str, Field(min_length=1, max_length=100)]
+Session = Annotated[str | None, Field(max_length=1000)]
+
+
+def build_server(
+    memory: Memory, *, allow_write: bool = False, roots: Sequence[str] = ()
+) -> MCPServer:
+    """The MCP server of `memory`: the read tools, and the write tools when `allow_write`."""
+    server = MCPServer("gb", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
+    secrets = Endpoints.from_config(memory.config).secrets
+    folders = [Path(os.path.realpath(r)) for r in roots]
+    one_call = threading.Lock()  # calls take turns: each hears its own notices
+
+    def answer(call: Callable[[], tuple[Any, str]]) -> CallToolResult:
+        """Run one call: its structured content and text, or a ToolError (an MCP error
+        result) saying what was wrong, the key masked; notices end the text."""
+        notices: list[str] = []
+        with one_call:
+            memory.on_notice = notices.append
+            try:
+                structured, text = call()
+            except GbError as exc:
+                raise ToolError(scrub(str(exc), secrets)) from None
+            except Exception as exc:  # not foreseen: said, not a crash of the server
+                raise ToolError(scrub(f"{type(exc).__name__}: {exc}", secrets)) from None
+            finally:
+                memory.on_notice = None
+        said = "".join(f"\nnote: {n}" for n in dict.fromkeys(notices))
+        return CallToolResult(
+            content=[TextContent(type="text", text=scrub(text + said, secrets))],
+            structured_content=structured,
+        )
+
+    reading = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+    @server.tool(annotations=reading)
+    def search(
+        query: Query,
+        k: Count = 10,
+        method: Literal["hybrid", "bm25", "vector"] = "hybrid",
+        dataset: str | None = None,
+    ) -> Annotated[CallToolResult, SearchOutput]:
+        """Search the remembered documents' chunks by keywords (BM25) and by meaning
+        (vectors), fused; BM25 alone without vectors or an embeddings endpoint. Each hit
+        has its file and lines (path:LINE-LINE), section, score, text and summary."""
+
+        def run() -> tuple[Any, str]:
+            hits = memory.search(query, k, method=method, dataset=dataset)
+            return {"hits": [h.as_json() for h in hits]}, _hits_text(hits, query)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def facts(
+        query: Query | None = None,
+        about: Annotated[str | None, Field(description="An entity's name or id.")] = None,
+        at: Moment = None,
+        include_closed: bool = False,
+        k: Count = 20,
+    ) -> Annotated[CallToolResult, FactsOutput]:
+        """Facts of the knowledge graph, each `source -RELATION-> target` with when it
+        held and the lines that state it: current ones, newest first; `query` searches
+        them, `about` keeps those touching an entity, `at` asks what was true then,
+        `include_closed` adds facts that no longer hold."""
+
+        def run() -> tuple[Any, str]:
+            found = memory.facts(query, about=about, at=at, include_closed=include_closed, k=k)
+            return {"facts": [f.as_json() for f in found]}, _facts_text(found)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def entity(
+        name: Annotated[str, Field(min_length=1, description="The entity's name, or its id.")],
+        depth: Annotated[int, Field(ge=0, le=10)] = 1,
+        at: Moment = None,
+    ) -> Annotated[CallToolResult, EntityView]:
+        """One entity: its type and summary, its facts as a timeline (closed ones with
+        what closed them), its neighbours up to `depth` facts away and the documents that
+        mention it. Several close names: an error listing them with their ids."""
+
+        def run() -> tuple[Any, str]:
+            view = memory.entity(name, depth=depth, at=at)
+            return view.as_json(), _entity_text(view)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def why(fact_id: Id) -> Annotated[CallToolResult, Why]:
+        """Why the graph holds a fact: each place that states it (path:LINE-LINE and the
+        quote) and, for a closed fact, the fact that closed it and the reason."""
+
+        def run() -> tuple[Any, str]:
+            found = memory.why(fact_id)
+            return found.as_json(), _why_text(found)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def get_document(document_id: Id) -> Annotated[CallToolResult, DocumentOutput]:
+        """A remembered document: its text, its chunks with their byte offsets, sections
+        and summaries, and the entities and facts drawn from it."""
+
+        def run() -> tuple[Any, str]:
+            view = memory.document(document_id)
+            if "place" in view:  # a chunk's id: ids are shared by documents and chunks
+                raise UsageError(
+                    f"{document_id} is {view['place']['words']}; get_document "
+                    f"{view['place']['document_id']} gives its document"
+                )
+            return view, _document_text(view)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def list_documents(
+        dataset: str | None = None, limit: Count = 50
+    ) -> Annotated[CallToolResult, DocumentsOutput]:
+        """The remembered documents, newest first, with their state (complete, or the
+        stages still to do) and the first words of each."""
+
+        def run() -> tuple[Any, str]:
+            rows = memory.documents(dataset=dataset, limit=limit)
+            return {"documents": rows}, _documents_text(rows)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def stats() -> Annotated[CallToolResult, Stats]:
+        """Counts: documents (and those incomplete), chunks, summaries, entities, facts
+        current and closed, LLM calls, tokens and cost."""
+
+        def run() -> tuple[Any, str]:
+            counts = memory.stats()
+            return dataclasses.asdict(counts), _stats_text(counts)
+
+        return answer(run)
+
+    if not allow_write:
+        return _strict(server)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
+    def remember_text(
+        text: Annotated[str, Field(min_length=1, max_length=1 << 20)],
+        name: Annotated[str | None, Field(max_length=1000)] = None,
+        session: Session = None,
+        valid_at: Moment = None,
+        kind: Kind = "document",
+    ) -> Annotated[CallToolResult, RememberOutput]:
+        """Remember a text: cut into chunks, its knowledge graph extracted, summarized and
+        embedded (or, without an LLM endpoint, stored keyword-indexed with those stages
+        pending). `valid_at` is when what it says holds from (default now)."""
+
+        def run() -> tuple[Any, str]:
+            done = memory.remember_text(
+                text, name=name, session=session, valid_at=valid_at, kind=kind
+            )
+            return _remembered(done)
+
+        return answer(run)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=False, open_world_hint=False))
+    def remember_file(
+        path: Annotated[str, Field(min_length=1, max_length=4096)],
+        session: Session = None,
+        valid_at: Moment = None,
+        kind: Kind = "document",
+    ) -> Annotated[CallToolResult, RememberOutput]:
+        """Remember a file under one of the server's --root folders (a relative path is
+        taken in the first), as `remember_text` does; a changed file supersedes its older
+        version, an unchanged one costs nothing."""
+
+        def run() -> tuple[Any, str]:
+            real = inside(folders, path)
+            [done] = memory.remember(real, session=session, valid_at=valid_at, kind=kind)
+            return _remembered(done)
+
+        return answer(run)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True, open_world_hint=False))
+    def forget(document_id: Id) -> Annotated[CallToolResult, ForgetReport]:
+        """Delete a document with its chunks, summaries, keyword rows and vectors, and the
+        entities and facts no other document supports."""
+
+        def run() -> tuple[Any, str]:
+            report = memory.forget(document_id)
+            return dataclasses.asdict(report), _forget_text(report)
+
+        return answer(run)
+
+    return _strict(server)
+
+
+def _strict(server: MCPServer) -> MCPServer:
+    """Refuse an argument a tool does not take (a typo, `kk` for `k`), rather than drop it
+    silently as the SDK's argument models do, and say so in the input schemas; declare
+    each output schema in its plain form (see _plain)."""
+    for tool in server._tool_manager.list_tools():  # the SDK has no public way to say it
+        arguments = tool.fn_metadata.arg_model
+        arguments.model_config["extra"] = "forbid"
+        arguments.model_rebuild(force=True)
+        tool.parameters["additionalProperties"] = False
+        if tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = _plain(tool.fn_metadata.output_schema)
+    return server
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same schema with its `$ref`s written out (our types do not recur) and each
+    `anyOf` of bare types as one list of types (`"type": ["string", "null"]`): what a
+    client validates each answer against, 1.5x (facts) to 3x (search hits) faster with
+    the `jsonschema` package that the Python SDK's client uses."""
+    definitions = schema.get("$defs", {})
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:  # with what sits beside it (a description, a default)
+            written = walk(definitions[node["$ref"].rpartition("/")[2]])
+            return {**written, **walk({k: v for k, v in node.items() if k != "$ref"})}
+        node = {key: walk(value) for key, value in node.items() if key != "$defs"}
+        choices = node.get("anyOf")
+        if choices and all(set(c) == {"type"} and isinstance(c["type"], str) for c in choices):
+            del node["anyOf"]
+            node["type"] = [c["type"] for c in choices]
+        return node
+
+    return walk(schema)
+
+
+def inside(folders: Sequence[Path], path: str) -> str:
+    """`path` with its symlinks resolved, if that is under one of `folders` (a relative
+    path is taken in the first); else a UsageError: nothing else may be read."""
+    if not folders:
+        raise UsageError(
+            "remember_file reads only files under a --root folder, and this server has none; "
+            "start it with gb mcp --allow-write --root DIR"
+        )
+    real = Path(os.path.realpath(folders[0] / Path(path).expanduser()))
+    if not any(real.is_relative_to(folder) for folder in folders):
+        shown = ", ".join(str(f) for f in folders)
+        raise UsageError(
+            f"{path} is outside the --root folders ({shown}), symlinks resolved; "
+            "only files under them can be remembered"
+        )
+    return str(real)
+
+
+def _remembered(done: Remembered) -> tuple[dict[str, Any], str]:
+    if done.error is not None:
+        raise GbError(done.error)
+    shown = done.as_json()
+    if done.notices:
+        shown["notices"] = list(done.notices)
+    response = done.response
+    chunks = f"{len(response['chunks'])} chunks" if "chunks" in response else "not chunked"
+    text = (
+        f"{done.status}: {done.source} -> document {done.document_id} ({chunks}, "
+        f"{len(response.get('entities', ()))} entities, {len(response.get('edges', ()))} facts)"
+    )
+    return shown, "\n".join([text, *done.notices])
+
+
+# ---- the short texts beside the structured content
+
+
+def _where(source: str | None, document_id: int, first: int | None, last: int | None) -> str:
+    place = source or f"document {document_id}"
+    if first is None:
+        return place
+    return f"{place}:{first}" + (f"-{last}" if last is not None and last != first else "")
+
+
+def _words(text: str, limit: int = 240) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+
+
+def _hits_text(hits: list[Hit], query: str) -> str:
+    if not hits:
+        return f"no hits for {query!r}"
+    lines = []
+    for n, hit in enumerate(hits, 1):
+        where = _where(hit.source, hit.document_id, hit.line_start, hit.line_end)
+        section = f"  [{hit.section}]" if hit.section else ""
+        lines.append(f"{n}. {where}{section} (document {hit.document_id}, {hit.score:.4f})")
+        lines.append(f"   {_words(hit.text)}")
+    return "\n".join(lines)
+
+
+def _fact_line(fact: Fact) -> str:
+    end = fact.invalid_at or ("now" if fact.status == "current" else "?")
+    held = f"{fact.valid_at or '?'} .. {end}"
+    where = "; ".join(e.where for e in fact.evidence[:3])
+    return (
+        f"[{fact.id}] {fact.source} -{fact.relation}-> {fact.target}: {fact.fact} "
+        f"({held}, {fact.status})" + (f" — {where}" if where else "")
+    )
+
+
+def _facts_text(found: list[Fact]) -> str:
+    return "\n".join(_fact_line(f) for f in found) if found else "no facts"
+
+
+def _entity_text(view: EntityView) -> str:
+    lines = [f"{view.name} ({view.type}, id {view.id}): {view.summary}".rstrip(": ")]
+    lines += [f"  {_fact_line(f)}" for f in view.facts]
+    if view.neighbours:
+        near = ", ".join(f"{n['name']} ({n['depth']})" for n in view.neighbours[:20])
+        lines.append(f"neighbours: {near}")
+    if view.documents:
+        lines.append("documents: " + ", ".join(f"{d['id']} {d['source']}" for d in view.documents))
+    return "\n".join(lines)
+
+
+def _why_text(found: Why) -> str:
+    lines = [_fact_line(found)]
+    lines += [f"  {e.where}: {_words(e.quote or '')}" for e in found.evidence]
+    if found.closer is not None:
+        reason = (found.closed_by or {}).get("reason") or "no reason given"
+        lines.append(f"closed by: {_fact_line(found.closer)} ({reason})")
+    return "\n".join(lines)
+
+
+def _document_text(view: dict[str, Any]) -> str:
+    chunks = view.get("chunks") or []
+    lines = [
+        f"document {view['id']} {view['source'] or '-'} ({view['state']}), {len(chunks)} chunks"
+    ]
+    for chunk in chunks:
+        summary = (chunk.get("summary") or {}).get("text")
+        lines.append(
+            f"  chunk {chunk['chunk_index'] + 1} (id {chunk['id']}, bytes "
+            f"{chunk['start_offset']}-{chunk['end_offset']}): {_words(summary or chunk['text'])}"
+        )
+    if not chunks:
+        lines.append(_words(view["text"], 2000))
+    return "\n".join(lines)
+
+
+def _documents_text(rows: list[dict[str, Any]]) -> str:
+    if not rows:
+        return "no documents"
+    return "\n".join(
+        f"{r['id']}\t{r['dataset']}\t{r['state']}\t{r['source'] or '-'}\t{_words(r['preview'], 60)}"
+        for r in rows
+    )
+
+
+def _stats_text(counts: Stats) -> str:
+    return (
+        f"{counts.documents} documents ({counts.incomplete} incomplete), {counts.chunks} "
+        f"chunks, {counts.summaries} summaries, {counts.entities} entities, "
+        f"{counts.edges_valid} current facts and {counts.edges_closed} closed, "
+        f"{counts.inferences} LLM calls"
+    )
+
+
+def _forget_text(report: ForgetReport) -> str:
+    return (
+        f"forgot document {report.artifact_id}: {report.chunks} chunks, {report.summaries} "
+        f"summaries, {report.entities} entities, {report.edges} facts"
+    )
+
+
+# ---- serving
+
+
+def parse_http(value: str) -> tuple[str, int]:
+    """HOST:PORT (or :PORT, or PORT: on 127.0.0.1), else a UsageError."""
+    host, sep, port = value.rpartition(":")
+    host = host.strip("[]") if sep else ""
+    if not port.isdecimal() or not 0 < int(port) < 65536:
+        raise UsageError(f"--http {value!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
+    return host or "127.0.0.1", int(port)
+
+
+def serve(
+    memory: Memory,
+    *,
+    allow_write: bool = False,
+    roots: Sequence[str] = (),
+    http: tuple[str, int] | None = None,
+) -> None:
+    """Serve over stdio until the client closes it, or over streamable HTTP at `http`."""
+    server = build_server(memory, allow_write=allow_write, roots=roots)
+    if http is None:
+        server.run("stdio")
+    else:
+        server.run("streamable-http", host=http[0], port=http[1])

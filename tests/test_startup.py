@@ -1,0 +1,94 @@
+"""Start-up: what `gb --version` and `gb search --help` import (issue 14.1: nothing
+heavy before it is needed, so the budget cannot regress unseen), and a signal during
+start-up is one line and its exit code, never a traceback (issue 12.7)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from gligabao.cli import COMMANDS, load
+
+_REPORT = (
+    "import atexit, json, sys; "
+    "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr)); "
+    "sys.argv = ['gb', *{args!r}]; from gligabao.cli import main; main()"
+)
+
+
+def _imported(*args: str) -> set[str]:
+    """The modules a `gb ARGS` process has imported when it exits."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPORT.format(args=list(args))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+
+
+def _top(modules: set[str]) -> set[str]:
+    return {m.split(".")[0] for m in modules}
+
+
+def test_version_imports_nothing_heavy() -> None:
+    modules = _imported("--version")
+    assert not _top(modules) & {"typer", "click", "rich", "apsw", "openai", "httpx", "tomlkit"}
+    assert {m for m in modules if m.startswith("gligabao.")} <= {
+        "gligabao.cli",
+        "gligabao.cli.signals",
+        "gligabao.errors",
+    }
+
+
+def test_search_help_imports_only_search() -> None:
+    modules = _imported("search", "--help")
+    assert "typer" in _top(modules)
+    assert not _top(modules) & {"openai", "httpx", "mcp", "tiktoken"}
+    other_commands = {f"gligabao.cli.{m}" for m in COMMANDS.values()} - {"gligabao.cli.search"}
+    assert not modules & other_commands
+    assert not {m for m in modules if m.startswith(("gligabao.pipeline", "gligabao.llm.client"))}
+
+
+def test_every_command_names_its_module() -> None:
+    """gb COMMAND imports COMMANDS[COMMAND] alone: each registered command must be there,
+    in its module."""
+    app = load()
+    for command in app.registered_commands:
+        assert command.name in COMMANDS, command.name
+        assert command.callback.__module__ == f"gligabao.cli.{COMMANDS[command.name]}"
+
+
+# A signal that lands while typer is being imported, as a Ctrl-C at a slow start would.
+_SIGNAL_AT_START = """
+import importlib.abc, os, signal, sys
+class Stop(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name == "typer":
+            os.kill(os.getpid(), signal.{signal})
+        return None
+sys.meta_path.insert(0, Stop())
+sys.argv = ["gb", "search", "anything"]
+from gligabao.cli import main
+main()
+"""
+
+
+@pytest.mark.parametrize(("signum", "code"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
+def test_a_signal_during_start_up_is_one_line(signum: str, code: int) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_AT_START.format(signal=signum)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == code, (proc.returncode, proc.stderr)
+    assert proc.stderr.splitlines() == [
+        f"gb: interrupted by {signal.Signals[signum].name}: before anything was done; "
+        "nothing changed"
+    ]
