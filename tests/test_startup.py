@@ -92,3 +92,32 @@ def test_a_signal_during_start_up_is_one_line(signum: str, code: int) -> None:
         f"gb: interrupted by {signal.Signals[signum].name}: before anything was done; "
         "nothing changed"
     ]
+
+
+# The signal lands while gb says an error (rich is imported to print it): still its line.
+_SIGNAL_WHILE_SAYING = """
+import importlib.abc, os, signal, sys
+class Stop(importlib.abc.MetaPathFinder):
+    sent = False
+    def find_spec(self, name, path=None, target=None):
+        if name == "gligabao.render" and not Stop.sent:
+            Stop.sent = True
+            os.kill(os.getpid(), signal.SIGTERM)
+        return None
+sys.meta_path.insert(0, Stop())
+sys.argv = ["gb", "search", "anything", "--db", {db!r}]
+from gligabao.cli import main
+main()
+"""
+
+
+def test_a_signal_while_an_error_is_said_is_its_line_and_code(tmp_path) -> None:
+    """Typer would turn it into a silent exit 130, whatever the signal."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _SIGNAL_WHILE_SAYING.format(db=str(tmp_path / "none.db"))],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 143, (proc.returncode, proc.stderr)
+    assert proc.stderr.splitlines()[-1].startswith("gb: interrupted by SIGTERM"), proc.stderr

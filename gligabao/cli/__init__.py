@@ -66,5 +66,7 @@ def main() -> None:
         run()
     except SystemExit as stop:
         if stop.code in signals.STOPPED:
+            if signals.untold():  # stopped by typer itself, before any command ran
+                signals.stopped_at_start()
             signals.leave(int(stop.code))
         raise

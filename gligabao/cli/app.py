@@ -16,7 +16,7 @@ import typer
 from gligabao import __version__
 from gligabao.cli import signals
 from gligabao.config import Config, load_config
-from gligabao.errors import ExitCode, GbError, OutputClosed, OutputError
+from gligabao.errors import ExitCode, GbError, Interrupted, OutputClosed, OutputError
 
 HELP = """\
 gb cuts documents into chunks, extracts a temporal knowledge graph from them with an
@@ -66,18 +66,23 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
     def register(func: F) -> F:
         @functools.wraps(func)
         def run(*args: Any, **kw: Any) -> Any:
+            # The signal may also land while an error is being said: caught outside it.
             try:
                 try:
-                    return func(*args, **kw)
-                finally:
-                    sys.stdout.flush()  # what is still buffered fails here, not at exit
-            except OutputClosed:
-                raise typer.Exit(int(ExitCode.OUTPUT_CLOSED)) from None  # `| head`: quiet
-            except GbError as exc:
-                _say(str(exc))
-                raise typer.Exit(int(exc.exit_code)) from None
+                    try:
+                        return func(*args, **kw)
+                    finally:
+                        sys.stdout.flush()  # what is still buffered fails here, not at exit
+                except OutputClosed:
+                    raise typer.Exit(int(ExitCode.OUTPUT_CLOSED)) from None  # `| head`: quiet
+                except GbError as exc:
+                    if isinstance(exc, Interrupted):
+                        signals.told()
+                    _say(str(exc))
+                    raise typer.Exit(int(exc.exit_code)) from None
             except KeyboardInterrupt:
                 stopped = interrupted("")
+                signals.told()
                 _say(str(stopped))
                 raise typer.Exit(int(stopped.exit_code)) from None
 

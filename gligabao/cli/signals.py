@@ -19,6 +19,19 @@ if TYPE_CHECKING:
     from gligabao.errors import Interrupted
 
 _received: list[int] = []
+_told: list[bool] = []  # whether the line saying the run was interrupted was printed
+
+
+def told() -> None:
+    """The line saying what the signal left has been printed (see main)."""
+    _told.append(True)
+
+
+def untold() -> bool:
+    """Whether a signal stopped the run and nothing said so: typer turns a Ctrl-C that
+    lands outside every command (while it parses the arguments) into a silent exit 130,
+    whatever the signal was."""
+    return not _told
 
 
 def interrupted(detail: str) -> Interrupted:

@@ -52,7 +52,7 @@ from gligabao.pipeline.resolve import (
     merge_answers,
     split_items,
 )
-from gligabao.pipeline.write import Piece, Writer, Written, insert_chunk, pause
+from gligabao.pipeline.write import Piece, Writer, Written, pause
 from gligabao.store import artifacts, claims, datasets, graph, inferences, versions
 from gligabao.store.db import now_iso, query, transaction
 
@@ -414,7 +414,9 @@ class _Run:
                             piece.chunk,
                         )
                     else:
-                        insert_chunk(self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES)
+                        artifacts.insert_cut_chunk(
+                            self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
+                        )
         left = not result.chunks or any(
             artifacts.pending_stages(row) for row in _chunks_of(self.conn, document["id"])
         )

@@ -129,7 +129,7 @@ class Writer:
                     stored["id"]
                     if stored
                     # With a context, indexed once below, context first.
-                    else insert_chunk(
+                    else artifacts.insert_cut_chunk(
                         self.conn, doc["id"], piece.chunk, index_text=not piece.situating
                     )
                 )
@@ -278,29 +278,3 @@ class Writer:
             if index_rows:
                 vectors.upsert_vectors(self.conn, self.dataset_id, index, index_rows)
         return {index: len(index_rows) for index, index_rows in rows.items()}
-
-
-def insert_chunk(
-    conn: apsw.Connection,
-    document_id: int,
-    chunk: Any,
-    pending: tuple[str, ...] = (),
-    *,
-    index_text: bool = True,
-) -> int:
-    """Store one chunk of a cut (gligabao.chunk.Chunk) under its document."""
-    return artifacts.insert_chunk(
-        conn,
-        document_id=document_id,
-        text=chunk.text,
-        chunk_index=chunk.index,
-        start_offset=chunk.start_offset,
-        end_offset=chunk.end_offset,
-        tokens=chunk.tokens,
-        overlap_tokens=chunk.overlap_tokens,
-        section=chunk.section,
-        anchor=chunk.anchor,
-        context=chunk.context or None,
-        pending=pending,
-        index_text=index_text,
-    )

@@ -45,6 +45,7 @@ __all__ = [
     "get_document",
     "index_artifact_text",
     "insert_chunk",
+    "insert_cut_chunk",
     "insert_derived",
     "insert_document",
     "insert_summary",
@@ -53,6 +54,7 @@ __all__ = [
     "pending_stages",
     "remove_pending",
     "search_artifacts_fts",
+    "session_documents",
     "set_pending",
     "set_removed",
     "set_superseded",
@@ -71,6 +73,32 @@ REMOVED = "removed"  # its file was deleted and `gb remember --prune` said so: s
 
 # `query` is also a column (and a parameter) of artifacts, hence the helpers' names
 # _rows / _row here.
+
+
+def insert_cut_chunk(
+    conn: apsw.Connection,
+    document_id: int,
+    chunk: Any,
+    pending: tuple[str, ...] = (),
+    *,
+    index_text: bool = True,
+) -> int:
+    """Store one chunk of a cut (gligabao.chunk.Chunk) under its document."""
+    return insert_chunk(
+        conn,
+        document_id=document_id,
+        text=chunk.text,
+        chunk_index=chunk.index,
+        start_offset=chunk.start_offset,
+        end_offset=chunk.end_offset,
+        tokens=chunk.tokens,
+        overlap_tokens=chunk.overlap_tokens,
+        section=chunk.section,
+        anchor=chunk.anchor,
+        context=chunk.context or None,
+        pending=pending,
+        index_text=index_text,
+    )
 
 
 def embedded_text(text: str, context: str | None) -> str:

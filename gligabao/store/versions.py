@@ -123,20 +123,7 @@ def copy_chunk(
         embedding_context = "\n".join(p for p in (context, old["situating"] or "") if p)
         chunk_id = stored and stored["id"]
         if chunk_id is None:
-            chunk_id = artifacts.insert_chunk(
-                conn,
-                document_id=document["id"],
-                text=chunk.text,
-                chunk_index=chunk.index,
-                start_offset=chunk.start_offset,
-                end_offset=chunk.end_offset,
-                tokens=chunk.tokens,
-                overlap_tokens=chunk.overlap_tokens,
-                section=chunk.section,
-                anchor=chunk.anchor,
-                context=chunk.context or None,
-                index_text=False,
-            )
+            chunk_id = artifacts.insert_cut_chunk(conn, document["id"], chunk, index_text=False)
         artifacts.index_artifact_text(
             conn,
             chunk_id,
