@@ -46,7 +46,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 # Keyword argument -> setting: `llm_base_url` is `llm.base_url`, as GB_LLM_BASE_URL is.
 _SETTING_NAMES = {s.key.replace(".", "_"): s.key for s in SETTINGS}
-_WHAT = {"edges": "fact", "entities": "entity"}  # what a vector index holds, in words
 
 
 @dataclass(frozen=True)
@@ -194,17 +193,12 @@ class Memory:
     ) -> Any:
         """A function embedding `text` to compare with `index` vectors, or None (BM25
         alone, with a notice saying why) when they cannot be compared."""
-        from gligabao.search import NO_ENDPOINT, OTHER_MODEL, vector_obstacle
+        from gligabao.search import bm25_only, vector_obstacle
 
         obstacle = vector_obstacle(self.config, conn, dataset, (index,))
         if obstacle is not None:
-            why = {
-                OTHER_MODEL: f"dataset '{dataset.name}' was embedded with another model "
-                f"({dataset.embedding_model}) than embeddings.model",
-                NO_ENDPOINT: "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY)",
-            }.get(obstacle, f"dataset '{dataset.name}' has no {_WHAT[index]} vectors")
             if not quiet:
-                self._notice(f"{why}; searching by BM25 only")
+                self._notice(bm25_only(obstacle, dataset, index))
             return None
         from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
 
@@ -218,7 +212,7 @@ class Memory:
     ) -> list[Hit]:
         """The k best chunks for `query` (as `gb search`): `method` hybrid, bm25 or
         vector; hybrid falls back to BM25 (with a notice) where vectors cannot be used."""
-        from gligabao.search import NO_VECTORS, OTHER_MODEL, search, vector_obstacle
+        from gligabao.search import OTHER_MODEL, bm25_only, search, vector_obstacle
 
         if method not in METHODS:
             raise UsageError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -235,12 +229,7 @@ class Memory:
 
                 raise other_model(self.config, found)
             if obstacle is not None:
-                self._notice(
-                    f"dataset '{found.name}' has no vectors; searching by BM25 only"
-                    if obstacle == NO_VECTORS
-                    else "no embeddings endpoint configured (OPENAI_BASE_URL / "
-                    "OPENAI_API_KEY); searching by BM25 only"
-                )
+                self._notice(bm25_only(obstacle, found))
                 method = "bm25"
             else:
                 from gligabao.llm.query import embed_query  # urllib and ssl: only now

@@ -423,6 +423,21 @@ def vector_obstacle(
     return None
 
 
+# What an index's vectors stand for, in a notice's words.
+_HOLDS = {"edges": "fact ", "entities": "entity "}
+
+
+def bm25_only(obstacle: str, dataset: Dataset, index: str = "chunks") -> str:
+    """The notice of a search that goes on by BM25 alone: why vectors cannot be used."""
+    why = {
+        NO_VECTORS: f"dataset '{dataset.name}' has no {_HOLDS.get(index, '')}vectors",
+        OTHER_MODEL: f"dataset '{dataset.name}' was embedded with another model "
+        f"({dataset.embedding_model}) than embeddings.model",
+        NO_ENDPOINT: "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY)",
+    }[obstacle]
+    return f"{why}; searching by BM25 only"
+
+
 def other_model(config: Config, dataset: Dataset) -> ConfigError:
     """The refusal of a vector search whose query would be embedded by another model than
     the dataset's vectors were."""

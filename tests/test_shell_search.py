@@ -39,7 +39,7 @@ def _hits(stdout: str) -> list[tuple[str, list[str]]]:
 def test_a_hit_is_a_few_lines_with_their_numbers(licences, gb_cli) -> None:
     """Default: each hit prints at most 3 lines, those the file has at the LINE-LINE its
     head names, holding the query's words; not its whole 25-70 line chunk."""
-    out = gb(gb_cli, "search", QUERY, "-k", "5", "--method", "bm25").stdout
+    out = gb(gb_cli, "search", QUERY, "-n", "5", "--method", "bm25").stdout  # -n is -k
     hits = _hits(out)
     assert len(hits) == 5
     for head, body in hits:
@@ -57,7 +57,7 @@ def test_a_hit_is_a_few_lines_with_their_numbers(licences, gb_cli) -> None:
 
 def test_full_prints_the_whole_chunk_and_its_summary(licences, gb_cli) -> None:
     first = json.loads(gb(gb_cli, "search", QUERY, "-k", "1", "--method", "bm25", "--json").stdout)
-    out = gb(gb_cli, "search", QUERY, "-k", "1", "--method", "bm25", "--full").stdout
+    out = gb(gb_cli, "search", QUERY, "--limit", "1", "--method", "bm25", "--full").stdout
     head, *body = out.strip().split("\n")
     assert f":{first['line_start']}-{first['line_end']} " in head
     shown = "\n".join(line[3:] for line in body if not line.startswith("   summary: "))

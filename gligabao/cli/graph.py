@@ -177,19 +177,12 @@ def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool =
     """A function embedding `text` for a KNN over the dataset's `index` vectors (edges or
     entities), or None, with a notice unless `quiet`, when they cannot be compared with
     it: BM25 alone then."""
-    from gligabao.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
+    from gligabao.search import bm25_only, vector_obstacle
 
-    what = {"edges": "fact", "entities": "entity"}[index]
     obstacle = vector_obstacle(config, conn, dataset, (index,))
     if obstacle is not None:
-        why = {
-            NO_VECTORS: f"dataset '{dataset.name}' has no {what} vectors",
-            OTHER_MODEL: f"dataset '{dataset.name}' was embedded with another model "
-            f"({dataset.embedding_model}) than embeddings.model",
-            NO_ENDPOINT: "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY)",
-        }[obstacle]
         if not quiet:
-            render.notice(f"{why}; searching by BM25 only")
+            render.notice(bm25_only(obstacle, dataset, index))
         return None
     from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
 

@@ -13,9 +13,8 @@ from gligabao.errors import UsageError
 from gligabao.jsonl import json_line
 from gligabao.search import (
     METHODS,
-    NO_ENDPOINT,
-    NO_VECTORS,
     OTHER_MODEL,
+    bm25_only,
     other_model,
     search,
     vector_obstacle,
@@ -30,16 +29,10 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
     from gligabao import render  # rich, for the notices: not for a plain --json search
 
     obstacle = vector_obstacle(config, conn, dataset)
-    if obstacle == NO_VECTORS:
-        render.notice(f"dataset '{dataset.name}' has no vectors; searching by BM25 only")
-        return "bm25"
     if obstacle == OTHER_MODEL:
         raise other_model(config, dataset)
-    if obstacle == NO_ENDPOINT:
-        render.notice(
-            "no embeddings endpoint configured (OPENAI_BASE_URL / OPENAI_API_KEY); "
-            "searching by BM25 only"
-        )
+    if obstacle is not None:
+        render.notice(bm25_only(obstacle, dataset))
         return "bm25"
     return method
 
