@@ -9,7 +9,7 @@ index, as `gb remember` leaves them. The tests' OpenAI-compatible server
 (tests/llm_server.py) runs on 127.0.0.1 to embed the queries. Two figures per size:
 
 - search: `gligabao.search.search(...)` in this process, method hybrid, k=20, default
-  depth and fusion constant, over `--queries` queries (default 60) of 2-4 real words,
+  depth and fusion, over `--queries` queries (default 60) of 2-4 real words,
   each embedded by its own request to the server (as `gb search` does), after a few
   warm-up queries; bm25 and vector alone are timed too, to show which part grows, and
   hybrid with the exact scan (`search.exact`), each query by every method in turn.

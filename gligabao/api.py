@@ -212,7 +212,7 @@ class Memory:
     ) -> list[Hit]:
         """The k best chunks for `query` (as `gb search`): `method` hybrid, bm25 or
         vector; hybrid falls back to BM25 (with a notice) where vectors cannot be used."""
-        from gligabao.search import OTHER_MODEL, bm25_only, search, vector_obstacle
+        from gligabao.search import OTHER_MODEL, bm25_only, fusion_for, search, vector_obstacle
 
         if method not in METHODS:
             raise UsageError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -245,7 +245,7 @@ class Memory:
             k=k,
             query_vector=vector,
             depth=self.config["search.depth"],
-            rrf_k=self.config["search.rrf_k"],
+            fusion=fusion_for(self.config, found),
             exact=self.config["search.exact"],
         )
 

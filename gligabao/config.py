@@ -18,7 +18,8 @@ from typing import Any
 from gligabao.chunk import MODES, ChunkSettings, get_tokenizer
 from gligabao.errors import ConfigError, UsageError
 
-STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk")
+# The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's.
+STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank")
 REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"
 
@@ -51,6 +52,15 @@ SETTINGS: tuple[Setting, ...] = (
         "busy_timeout", float, 10.0, "seconds to wait for a database another process locks", 0, 3600
     ),
     Setting("contextual", bool, False, "write a situating context for each chunk (X1)"),
+    Setting(
+        "chat.window",
+        str,
+        "multi",
+        "a chat cut in 256-token windows of whole messages (multi) or a message a chunk",
+        choices=("multi", "single"),
+    ),
+    # Comma-separated; checked by pipeline.remember.parse_stages, which names the valid ones.
+    Setting("stages", str, "graph,summaries,embed", "what gb remember does (or: embed)"),
     Setting("llm.base_url", str, None, "OpenAI-compatible endpoint; else OPENAI_BASE_URL"),
     Setting("llm.api_key_env", str, "OPENAI_API_KEY", "environment variable holding the key"),
     Setting("llm.api_key", str, None, "the key itself (prefer api_key_env)", secret=True),
@@ -65,13 +75,33 @@ SETTINGS: tuple[Setting, ...] = (
         "embeddings.max_tokens",
         int,
         0,
-        "largest input the embeddings server takes; 0: learnt from its refusals",
+        "tokens the embedding model reads; larger chunks get a vector a piece (0: learnt)",
         0,
         1_000_000,
     ),
-    Setting("search.rrf_k", int, 60, "reciprocal rank fusion constant of gb search", 1, 10000),
+    Setting(
+        "search.fusion",
+        str,
+        "convex",
+        "how hybrid search fuses BM25 and vectors: convex (weighted scores) or rrf",
+        choices=("convex", "rrf"),
+    ),
+    Setting(
+        "search.vector_weight",
+        float,
+        0.5,
+        "the vectors' share of a convex fusion; gb eval --tune learns one per dataset",
+        0,
+        1,
+    ),
+    Setting("search.rrf_k", int, 60, "constant of search.fusion = rrf", 1, 10000),
     Setting("search.depth", int, 50, "candidates each method gives the fusion", 1, 10000),
     Setting("search.exact", bool, False, "rank vectors by the exact scan, not the quantized one"),
+    Setting("search.rerank", bool, False, "let the chat model reorder the fused candidates"),
+    Setting("search.rerank_depth", int, 20, "fused candidates the chat model reorders", 2, 100),
+    Setting(
+        "search.rerank_chars", int, 600, "characters of each candidate the model reads", 50, 20000
+    ),
     Setting("models.default", str, "gpt-4o-mini", "model of every stage not named below"),
     *(Setting(f"models.{s}", str, None, f"model of the {s} stage") for s in STAGES),
     *(
@@ -82,7 +112,7 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY = {s.key: s for s in SETTINGS}
 # Names that must name something: blank, they would reach the store as an empty name.
 _NOT_BLANK = frozenset({"database", "dataset", "models.default", "embeddings.model"})
-_SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices", "search"}
+_SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices", "search", "chat"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,6 +159,7 @@ class Config:
             overlap_percent=self["chunk_overlap_percent"],
             mode=self["mode"],
             tokenizer=get_tokenizer(self["tokenizer"]),
+            chat_window=self["chat.window"],
         )
 
     def shown(self) -> list[tuple[str, Any, str]]:

@@ -6,30 +6,37 @@ queries by. A query fails at k when none of its top-k hits, from that same docum
 covers at least half of the span; its rank is that of its first hit that does (None when
 none of the top max(ks) does), so two settings can be compared query by query. The mean
 tokens per retrieved chunk is taken over every query's top hits (at most max(ks)).
+Method `rerank` (asked for by name: one LLM call a query) is hybrid search with its best
+hits reordered by the chat model (rerank.py).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from gligabao.errors import InputError
 from gligabao.inputs import read_list
-from gligabao.search import Hit, search
+from gligabao.search import Fusion, Hit, search
 from gligabao.store.artifacts import find_by_source
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import query as _rows
 from gligabao.store.errors import NotFound
 
+if TYPE_CHECKING:
+    from gligabao.rerank import Reranker
+
 __all__ = [
     "EVAL_METHODS",
     "KS",
+    "METHOD_CHOICES",
+    "RERANK",
     "EvalResult",
     "GoldQuery",
     "covers",
@@ -40,7 +47,9 @@ __all__ = [
     "read_queries",
 ]
 
-EVAL_METHODS = ("bm25", "vector", "hybrid")
+EVAL_METHODS = ("bm25", "vector", "hybrid")  # what gb eval measures unless told
+RERANK = "rerank"  # hybrid, reranked by the chat model
+METHOD_CHOICES = (*EVAL_METHODS, RERANK)
 KS = (1, 5, 20)
 
 
@@ -230,12 +239,16 @@ def evaluate_dataset(
     skip: Mapping[str, str] | None = None,
     ks: Sequence[int] = KS,
     depth: int = 50,
-    rrf_k: int = 60,
+    fusion: Fusion | None = None,
+    reranker: Reranker | None = None,
+    on_notice: Callable[[str], None] | None = None,
 ) -> list[EvalResult]:
     """failure@k of each method on the dataset, in `methods` order.
 
-    vector and hybrid need `query_vectors` (query text -> its embedding with the
-    dataset's model); a method named in `skip` (method -> reason) is reported skipped.
+    vector, hybrid and rerank need `query_vectors` (query text -> its embedding with the
+    dataset's model), rerank a `reranker` too; a method named in `skip` (method ->
+    reason) is reported skipped. A query whose reranking fell back to the fused order is
+    told to `on_notice`, by its line, and counted in that order.
     """
     docs = gold_documents(conn, dataset, queries)
     top = max(ks)
@@ -244,6 +257,8 @@ def evaluate_dataset(
         reason = (skip or {}).get(method)
         if reason is None and method != "bm25" and query_vectors is None:
             reason = "no query vectors"
+        if reason is None and method == RERANK and reranker is None:
+            reason = "no reranker"
         if reason is not None:
             results.append(EvalResult(dataset.name, method, len(queries), {}, None, 0, reason))
             continue
@@ -257,12 +272,17 @@ def evaluate_dataset(
                 conn,
                 dataset,
                 gold.query,
-                method=method,
-                k=top,
+                method="hybrid" if method == RERANK else method,
+                k=reranker.candidates(top) if method == RERANK and reranker else top,
                 query_vector=vector,
                 depth=depth,
-                rrf_k=rrf_k,
+                fusion=fusion,
             )
+            if method == RERANK and reranker is not None:
+                reranked = reranker.rerank(gold.query, hits)
+                hits = reranked.hits[:top]
+                if reranked.notice is not None and on_notice is not None:
+                    on_notice(f"line {gold.line}: {reranked.notice}")
             retrieved.extend(hit.artifact_id for hit in hits)
             rank = ranks[gold.line] = first_covering(hits, docs[gold.source], gold)
             for k in ks:

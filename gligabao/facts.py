@@ -24,6 +24,7 @@ from gligabao.errors import GbError
 from gligabao.search import Vector, VectorSide, fuse, lines_between, mapped, newline_offsets
 from gligabao.store import facts as store_facts
 from gligabao.store import vectors
+from gligabao.store.artifacts import locations_of
 from gligabao.store.datasets import Dataset
 from gligabao.store.graph import normalize_name
 
@@ -79,10 +80,17 @@ class Evidence:
     line_end: int
     quote: str | None
     exact: bool
+    # The chunk's pages (a PDF) or messages (a chat export), as `gb_artifacts.locations`.
+    locations: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
-        """`path:LINE` or `path:LINE-LINE`, as a shell user quotes a place in a file."""
+        """`path:LINE` or `path:LINE-LINE`, as a shell user quotes a place in a file; a
+        PDF's pages (`path p.12-13`) or a chat's messages (`path msgs 14-19`) instead."""
+        if self.locations:
+            from gligabao.formats import cite_described  # the readers' imports: only now
+
+            return cite_described(self.source or f"document {self.document_id}", self.locations)
         lines = f"{self.line_start}" + (
             f"-{self.line_end}" if self.line_end != self.line_start else ""
         )
@@ -244,6 +252,7 @@ def attach_evidence(conn: apsw.Connection, rows: list[dict[str, Any]]) -> list[F
                 line_end=last,
                 quote=link["quote"],
                 exact=bool(link["exact"]) and located,
+                locations=locations_of(link) or None,
             )
         )
     return [

@@ -22,9 +22,12 @@ import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from gligabao.errors import InputError
+
+if TYPE_CHECKING:  # the readers import their libraries: loaded only for such a file
+    from gligabao.formats import FormattedDocument
 
 MAX_BYTES = 1 << 20  # 1 MiB, accepted; one byte more is refused
 MAX_LIST_BYTES = 64 << 20  # a list of paths or of queries: a million lines of 64 bytes
@@ -36,26 +39,106 @@ _OPEN_FLAGS = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os
 
 @dataclass(frozen=True, slots=True)
 class Source:
-    """One input, read and checked: its name as given, bytes and text."""
+    """One input, read and checked: its name as given, bytes and text.
+
+    A PDF, an HTML page or a conversation of a chat export also has its ``document``
+    (`gligabao.formats`): ``text`` is then its indexed text, ``data`` the file's bytes."""
 
     name: str
     data: bytes
     text: str
+    document: FormattedDocument | None = None
 
     @property
     def sha256(self) -> str:
-        return hashlib.sha256(self.data).hexdigest()
+        """The file's, for unchanged-skipping; a chat export's documents (one a path of a
+        conversation) each add their path, so that one is not taken for another."""
+        digest = hashlib.sha256(self.data)
+        if self.document is not None and self.document.path_id is not None:
+            digest.update(b"\0" + self.document.path_id.encode("utf-8", "backslashreplace"))
+        return digest.hexdigest()
 
     @property
     def path(self) -> Path | None:
         return None if self.name == STDIN else Path(self.name)
 
+    @property
+    def label(self) -> str:
+        """How a run names it: the name, and a conversation's title after ``#``."""
+        doc = self.document
+        return f"{self.name} #{doc.name}" if doc is not None and doc.kind == "chat" else self.name
 
-def read_source(name: str, stdin: BinaryIO | None = None) -> Source:
-    """Read and check one input; raises InputError with the reason it was refused."""
-    data = _read_stdin(stdin) if name == STDIN else _read_file(name)
+    def stored_source(self) -> str:
+        """The source stored with the document, versions being matched by it: the file's
+        absolute path, ``#`` and the path id for a conversation; ``-`` for stdin."""
+        if self.path is None:
+            return STDIN
+        where = shown_name(os.path.abspath(self.name))
+        if self.document is not None and self.document.path_id is not None:
+            return f"{where}#{self.document.path_id}"
+        return where
+
+    @property
+    def session(self) -> str | None:
+        """A conversation's id: its document's session (`--session` finds it)."""
+        return self.document.conversation_id if self.document is not None else None
+
+    def locations(self) -> dict[str, Any] | None:
+        """What the document row keeps of its format: kind, name, and where its whole
+        text is (pages, messages); None for plain text."""
+        if self.document is None:
+            return None
+        from gligabao.formats import describe
+
+        doc = self.document
+        found = [span.location for span in doc.spans]
+        where: dict[str, Any] = {"kind": doc.kind, "name": doc.name, **describe(found)}
+        if doc.kind == "pdf" and found:
+            where["page_count"] = len(found)
+        if doc.fork is not None:
+            where["fork"] = {
+                "path_id": doc.fork.path_id,
+                "after_message_id": doc.fork.after_message_id,
+                "after_turn": doc.fork.after_turn,
+            }
+        return where
+
+
+def read_source(name: str, stdin: BinaryIO | None = None, *, chat: bool = False) -> Source:
+    """Read and check one input; raises InputError with the reason it was refused. A
+    chat export must hold one conversation here (`read_sources` reads them all)."""
+    sources = read_sources(name, stdin, chat=chat)
+    if len(sources) > 1:
+        raise InputError(
+            sources[0].name,
+            f"holds {len(sources)} conversations; gb remember and gb chunk-preview read "
+            "each of them",
+        )
+    return sources[0]
+
+
+def read_sources(
+    name: str, stdin: BinaryIO | None = None, *, chat: bool = False, all_branches: bool = False
+) -> list[Source]:
+    """The documents of one input: its text, or what a format reader made of a PDF,
+    an HTML page or a chat export (each conversation one; with ``all_branches`` each
+    other branch too). ``chat`` (``--mode chat``) refuses a file that is not a chat
+    export. InputError, one line, for one that is refused."""
     shown = shown_name(name)
-    return Source(shown, data, decode(shown, data))
+    data = _read_stdin(stdin) if name == STDIN else _read_file(name)
+    from gligabao.formats import MAX_FILE_BYTES, kind_of, read_documents
+
+    kind = kind_of(None if name == STDIN else name, data)
+    if chat and kind != "chat":
+        kind = "chat"  # read_chat says why the file is not an export
+    if kind is None:
+        return [Source(shown, data, decode(shown, data))]
+    if len(data) > MAX_BYTES and name != STDIN:  # a reader takes more than a text
+        data = _read_file(name, MAX_FILE_BYTES)
+        if len(data) > MAX_FILE_BYTES:
+            raise InputError(shown, f"is larger than {MAX_FILE_BYTES >> 20} MiB; split it")
+    documents = read_documents(shown, data, kind=kind, all_branches=all_branches)
+    return [Source(shown, data, doc.text, doc) for doc in documents]
 
 
 def shown_name(name: str) -> str:
@@ -165,9 +248,9 @@ def _read_stdin(stdin: BinaryIO | None) -> bytes:
     return stream.read(MAX_BYTES + 1)
 
 
-def _read_file(name: str) -> bytes:
+def _read_file(name: str, most: int = MAX_BYTES) -> bytes:
     with open_file(name) as handle:
         try:
-            return handle.read(MAX_BYTES + 1)
+            return handle.read(most + 1)
         except OSError as exc:  # EIO, or a file that is not what its mode said
             raise InputError(shown_name(name), f"cannot be read: {exc.strerror or exc}") from None

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
+from gligabao.formats import cite_described
 from gligabao.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
 
 if TYPE_CHECKING:
@@ -110,15 +111,26 @@ def first_words(text: str, limit: int = 60) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
 
 
+def where(locations: Mapping[str, Any] | None) -> str:
+    """A chunk's stored locations, short: ``p.12-13``, ``msgs 14-19``; "" for none."""
+    return cite_described("", locations or {}).strip()
+
+
 def chunk_preview_json(
-    source: str, cut: Cut, situating: Mapping[int, str] | None = None
+    source: str,
+    cut: Cut,
+    situating: Mapping[int, str] | None = None,
+    document: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """`context` is the cut's own (section path, class line, table header); a chunk whose
     stored Contextual Retrieval context is in `situating` (by index) also gets
-    `situating_context`, the key `gb show --json` gives it."""
+    `situating_context`, the key `gb show --json` gives it. A read document (PDF, HTML,
+    chat) has its `document` (kind, name, locations) and each chunk its `pages` or
+    `messages`."""
     situating = situating or {}
     return {
         "source": source,
+        **({"document": dict(document)} if document else {}),
         "tokens": cut.tokens,
         "chunked": cut.chunked,
         "chunk_count": len(cut.chunks),
@@ -132,6 +144,7 @@ def chunk_preview_json(
                 "section": c.section,
                 "anchor": c.anchor,
                 "context": c.context,
+                **(c.locations or {}),
                 "text": c.text,
                 **(
                     {"situating_context": situating[c.index]}
@@ -164,6 +177,9 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
     # The only column that gives way on a narrow terminal or a pipe (80 columns):
     # its cells are cut to one line with an ellipsis, the numbers are never cut.
     sections = any(c.section for c in cut.chunks)
+    located = any(c.locations for c in cut.chunks)
+    if located:
+        table.add_column("where", no_wrap=True)
     if sections:
         table.add_column("section", max_width=30, no_wrap=True, overflow="ellipsis")
     table.add_column("begins with", max_width=64)
@@ -176,6 +192,7 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
             f"{c.end_offset:,}",
             f"{c.tokens:,}",
             f"{c.overlap_tokens:,}",
+            *([where(c.locations) or "—"] if located else []),
             *section,
             _text(first_words(c.text), **cut_off),
         )
@@ -304,8 +321,14 @@ def document_view(doc: dict[str, Any]) -> None:
         f"state {doc['state']}  valid_at {doc['valid_at']}"
     )
     stdout.print(_text(head, "bold"))
+    read = doc.get("locations")
+    if read:  # a PDF, an HTML page, a conversation: what it is and where its text is
+        name = f"{read.get('kind', '')} {read.get('name', '')}".strip()
+        stdout.print(_text(f"{name}  {where(read)}".rstrip()))
     if doc["chunks"]:
-        table = _table("chunks", "#", "id", "start", "end", "tokens", "overlap", "summary")
+        located = any(c.get("locations") for c in doc["chunks"])
+        columns = ("#", "id", "start", "end", "tokens", "overlap")
+        table = _table("chunks", *columns, *(["where"] if located else []), "summary")
         for c in doc["chunks"]:
             summary = c["summary"]["text"] if c["summary"] else "—"
             if c.get("situating_context"):
@@ -318,6 +341,7 @@ def document_view(doc: dict[str, Any]) -> None:
                 f"{c['end_offset']:,}",
                 str(c["tokens"]),
                 str(c["overlap_tokens"]),
+                *([where(c.get("locations")) or "—"] if located else []),
                 first_words(summary, 60),
             )
         emit(table, heading=True)
@@ -340,6 +364,8 @@ def chunk_view(view: dict[str, Any]) -> None:
         f"lines {view['line_start']}-{view['line_end']}  state {document['state']}"
     )
     stdout.print(_text(head, "bold"))
+    if view.get("locations"):
+        stdout.print(_text(f"at {where(view['locations'])}"))
     if view["section"]:
         stdout.print(_text(f"section {view['section']}"))
     stdout.print(_text(view["text"], lines=True))
@@ -467,10 +493,12 @@ def stats_table(counts: Any) -> None:
 
 def vec_stats_table(dataset: str, rows: list[Any]) -> None:
     table = _table(
-        f"vector indexes of dataset {dataset}", "table", "held", "should", "pending", "missing"
+        f"vector indexes of dataset {dataset}",
+        *("table", "held", "should", "pending", "missing", "vectors"),
     )
-    for row in rows:
-        _row(table, row.table, str(row.held), str(row.should), str(row.pending), str(row.missing))
+    for row in rows:  # vectors > held: chunks embedded as pieces, a vector each
+        counts = (row.held, row.should, row.pending, row.missing, row.vectors)
+        _row(table, row.table, *map(str, counts))
     emit(table)
 
 
@@ -702,7 +730,9 @@ def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
             shown = [("", cut.text)]
             if hit.line_start is not None:
                 lines = (cut.line_start, cut.line_end)
-        if lines[0] is not None:
+        if hit.locations:  # a PDF's pages, a chat's messages: not lines of a file
+            where = cite_described(where, hit.locations)
+        elif lines[0] is not None:
             where += f":{lines[0]}-{lines[1]}"
         ranks = ", ".join(f"{m} #{r}" for m, r in hit.ranks.items())
         head = _assemble(
@@ -767,6 +797,25 @@ def eval_kinds_table(results: list[EvalResult], queries: Sequence[Any], ks: Sequ
             cells += [_percent(part.fail_rate(k)) for k in ks]
             table.add_row(*(_text(c) for c in cells))
     emit(table, heading=True)  # off a terminal, its title tells it from the totals
+
+
+def tuning_table(tuning: Any) -> None:
+    """failure@k at each vector weight gb eval --tune tried, the chosen one marked."""
+    table = Table(
+        title=f"hybrid search of '{tuning.dataset}' by vector weight, {tuning.queries} gold "
+        "spans (0: BM25 alone, 1: vectors alone)",
+        title_justify="left",
+        title_style="bold",
+    )
+    ks = list(next(iter(tuning.failures.values())))
+    for column in ("vector weight", *(f"fail@{k}" for k in ks), ""):
+        table.add_column(column, justify="right", no_wrap=True)
+    for weight, by_k in tuning.failures.items():
+        mark = "learnt" if weight == tuning.weight else ""
+        mark += " (was)" if weight == tuning.previous and weight != tuning.weight else ""
+        cells = [f"{weight:.2f}", *(_percent(by_k[k] / tuning.queries) for k in ks), mark]
+        table.add_row(*(_text(c) for c in cells))
+    emit(table, heading=True)
 
 
 def _interval(fact: Any) -> str:

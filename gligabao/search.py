@@ -1,12 +1,19 @@
 """Search a dataset (SPEC Q2): BM25 over the keyword index, KNN over the vector indexes,
-fused by reciprocal rank.
+fused (Fusion).
 
-What is searched: chunks (as embedded: context first), chunk summaries, and documents
-short enough not to be chunked. A summary hit stands for its chunk (its parent): both are
-one entry, ranked per method by whichever of the two came first. Reciprocal rank fusion
-scores an entry sum(1 / (rrf_k + rank)) over the methods that found it, rank 1-based in
-each method's list of at most `depth` entries. Documents superseded by a newer version
-of the same source are left out.
+What is searched: chunks (as embedded: context first, each piece the embedding model
+read its own vector), chunk summaries, and documents short enough not to be chunked (by
+keyword and by their own vector). A summary or a piece stands for its chunk: all are one
+entry, scored per method by the best of them. Documents superseded by a newer version of
+the same source are left out.
+
+Fusion is convex by default: each method's scores over its `depth` candidates are
+normalised by their distribution (mean ± 3 standard deviations mapped to 0..1, clipped),
+and an entry scores w * vector + (1 - w) * bm25, a method that did not find it giving
+0. Unlike reciprocal rank fusion (sum 1 / (rrf_k + rank), `search.fusion = "rrf"`), which
+gives a weak retriever the same vote as a strong one, a low `w` lets vectors reorder
+what BM25 ranks close and lift what it misses, without outvoting a clear keyword match
+(README, "Search", has the measurements). `gb eval --tune` learns w per dataset.
 """
 
 from __future__ import annotations
@@ -16,14 +23,21 @@ import json
 import re
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import apsw
 
 from gligabao.errors import ConfigError
 from gligabao.store import vectors
-from gligabao.store.artifacts import SUMMARY_KIND, search_artifacts_fts, session_documents
+from gligabao.store.artifacts import (
+    SUMMARY_KIND,
+    chunks_with_role,
+    locations_of,
+    search_artifacts_fts,
+    session_documents,
+    summary_ids,
+)
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import query as _rows
 
@@ -31,10 +45,17 @@ if TYPE_CHECKING:
     from gligabao.config import Config
 
 __all__ = [
+    "FUSIONS",
     "METHODS",
+    "Candidates",
+    "Fusion",
     "Hit",
     "VectorSide",
+    "candidates",
     "fuse",
+    "fuse_scores",
+    "fusion_for",
+    "hits_of",
     "line_range",
     "lines_between",
     "mapped",
@@ -43,6 +64,44 @@ __all__ = [
 ]
 
 METHODS = ("hybrid", "bm25", "vector")
+FUSIONS = ("convex", "rrf")
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid search fuses its two rankings: `method` convex (the scores, normalised,
+    weighted: `vector_weight` for the vectors) or rrf (the ranks, constant `rrf_k`)."""
+
+    method: str = "convex"
+    vector_weight: float = 0.5
+    rrf_k: int = 60
+
+    def __post_init__(self) -> None:
+        if self.method not in FUSIONS:
+            raise ValueError(f"unknown fusion {self.method!r}; one of {', '.join(FUSIONS)}")
+        if not 0.0 <= self.vector_weight <= 1.0:
+            raise ValueError(f"vector_weight must be within 0..1, not {self.vector_weight}")
+
+
+# The fusion settings, by config key and Fusion field.
+_FUSION_KEYS = {
+    "search.fusion": "method",
+    "search.vector_weight": "vector_weight",
+    "search.rrf_k": "rrf_k",
+}
+
+
+def fusion_for(config: Config, dataset: Dataset | None = None) -> Fusion:
+    """The fusion a search of `dataset` uses: what the user set (config file, env, flag),
+    else what `gb eval --tune` learnt for the dataset, else the defaults."""
+    learnt = (dataset.search_settings or {}) if dataset is not None else {}
+    values: dict[str, Any] = {}
+    for key, name in _FUSION_KEYS.items():
+        chosen = config.sources.get(key, "default") != "default"
+        values[name] = config[key] if chosen or name not in learnt else learnt[name]
+    return Fusion(values["method"], float(values["vector_weight"]), int(values["rrf_k"]))
+
+
 Vector = Sequence[float] | bytes  # a query embedded with the dataset's model
 
 
@@ -63,8 +122,11 @@ class Hit:
     text: str
     summary: str | None
     kind: str = "chunk"  # chunk | document
+    # Where it comes from in a PDF or a chat (pages, messages: formats.describe), or {}.
+    locations: dict[str, Any] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
+        located = {"locations": self.locations} if self.locations else {}
         return {
             "score": self.score,
             "ranks": self.ranks,
@@ -79,6 +141,7 @@ class Hit:
             "section": self.section,
             "text": self.text,
             "summary": self.summary,
+            **located,
         }
 
 
@@ -98,6 +161,45 @@ def fuse(
             ranks.setdefault(key, {})[method] = rank
     order = sorted(scores, key=lambda key: -scores[key])  # stable: ties keep first seen
     return [(key, scores[key], ranks[key]) for key in order]
+
+
+def _normalised(scores: Mapping[Hashable, float]) -> dict[Hashable, float]:
+    """Scores mapped onto 0..1 by their distribution: mean - 3 sd to 0, mean + 3 sd to 1,
+    clipped. Robust to one method's scale (BM25's is unbounded, cosine's narrow) and to
+    one outlier, where min-max would let the best score squash all the others."""
+    if not scores:
+        return {}
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    if sd == 0:
+        return dict.fromkeys(scores, 1.0)
+    low, span = mean - 3 * sd, 6 * sd
+    return {key: min(1.0, max(0.0, (v - low) / span)) for key, v in scores.items()}
+
+
+def fuse_scores(
+    rankings: Mapping[str, Sequence[Hashable]],
+    scores: Mapping[str, Mapping[Hashable, float]],
+    weights: Mapping[str, float],
+) -> list[tuple[Hashable, float, dict[str, int]]]:
+    """Convex fusion of the keys the `rankings` hold: the sum over methods of weight *
+    score, each method's scores normalised over those keys (a key it has no score for:
+    its lowest, 0). Returns (key, score, {method: rank in its list}) best first, as
+    fuse(); ties keep the order of first appearance."""
+    keys = list(dict.fromkeys(key for ranking in rankings.values() for key in ranking))
+    fused = dict.fromkeys(keys, 0.0)
+    for method, weight in weights.items():
+        own = scores.get(method, {})
+        normal = _normalised({key: own.get(key, 0.0) for key in keys})
+        for key in keys:
+            fused[key] += weight * normal[key]
+    ranks: dict[Hashable, dict[str, int]] = {key: {} for key in keys}
+    for method, ranking in rankings.items():
+        for rank, key in enumerate(dict.fromkeys(ranking), start=1):
+            ranks[key][method] = rank
+    order = sorted(keys, key=lambda key: -fused[key])
+    return [(key, fused[key], ranks[key]) for key in order]
 
 
 def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
@@ -181,13 +283,17 @@ def _superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:
 # What a hit shows. `head` is the document up to the chunk's end, as UTF-8 bytes: enough
 # to count the lines before and in the chunk without reading the rest of the document.
 _DETAILS = """
-SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section,
+SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section, a.locations,
        d.id AS document_id, d.source,
        CASE WHEN a.parent_id IS NULL THEN NULL
             ELSE substr(CAST(d.text AS BLOB), 1, a.end_offset) END AS head
 FROM gb_artifacts a JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
 WHERE a.id IN (SELECT value FROM json_each(?))
 """
+
+
+# BM25 scores this many times `depth` rows (see _bm25).
+_SCORED_ROWS = 8
 
 
 def _bm25(
@@ -198,10 +304,13 @@ def _bm25(
     scores: dict[int, float] | None = None,
     session: str | None = None,
 ) -> list[int]:
-    """The entries BM25 ranks best; `scores` is given each one's BM25 score (higher is
-    better; FTS5's rank is its negative), its best row's when a chunk and its summary
-    both match."""
-    limit = depth + _superseded_rows(conn, dataset_id)
+    """The `depth` entries BM25 ranks best; `scores` is given the BM25 score (higher is
+    better; FTS5's rank is its negative) of those and of the next ones, down to
+    _SCORED_ROWS * depth rows, for the fusion to weigh the vectors' candidates by too:
+    FTS5 ranks every matching row whatever the limit (400 rows cost 7.5 ms against 5.1
+    for 50 on the dev set), while asking for given rows' scores costs ~65 ms. An
+    entry's score is its best row's, when a chunk and its summary both match."""
+    limit = _SCORED_ROWS * depth + _superseded_rows(conn, dataset_id)
     rows = search_artifacts_fts(conn, dataset_id, text, limit=limit, session=session)
     entries = _entry_of_each(conn, [r["artifact_id"] for r in rows])
     if scores is not None:
@@ -224,6 +333,14 @@ def mapped(conn: apsw.Connection) -> apsw.Connection:
     return conn
 
 
+# A chunk may be embedded as several pieces, each its own neighbour: where there are
+# pieces the KNN asks for this many times `depth` vectors, so that `depth` distinct
+# entries remain (the dev set: 7,926 vectors for 1,590 chunks at embeddings.max_tokens
+# 256, 5 a chunk; a chunk's nearest piece comes first and the rest fall behind those of
+# other chunks, so a few times depth holds the depth nearest chunks).
+_PIECES_PER_ENTRY = 4
+
+
 def _vector(
     conn: apsw.Connection,
     dataset_id: int,
@@ -231,8 +348,14 @@ def _vector(
     depth: int,
     exact: bool = False,
     session: str | None = None,
+    scores: dict[int, float] | None = None,
 ) -> list[int]:
-    k = min(_KNN_MAX, depth + _superseded_rows(conn, dataset_id))
+    """The entries nearest `vector`; `scores` is given each one's cosine similarity, its
+    nearest vector's (a piece, the chunk's summary)."""
+    k = depth + _superseded_rows(conn, dataset_id)
+    if vectors.has_pieces(conn, dataset_id):
+        k *= _PIECES_PER_ENTRY
+    k = min(_KNN_MAX, k)
     # A session's documents are searched one by one (vec0 filters on one value a column).
     scopes: list[dict[str, int] | None] = [None]
     if session is not None:
@@ -245,7 +368,12 @@ def _vector(
     ]
     found.sort(key=lambda n: n.distance)
     ids = [vectors.parse_vector_id(n.vector_id)[1] for n in found]
-    return _entries(conn, ids)[:depth]
+    entries = _entry_of_each(conn, ids)
+    if scores is not None:
+        for neighbour, entry in zip(found, entries, strict=True):
+            if entry is not None and entry not in scores:
+                scores[entry] = 1.0 - neighbour.distance
+    return list(dict.fromkeys(e for e in entries if e is not None))[:depth]
 
 
 class VectorSide(threading.Thread):
@@ -281,8 +409,8 @@ class VectorSide(threading.Thread):
 
     def run_on(self, conn: apsw.Connection) -> None:
         try:
-            vector = self.vector() if callable(self.vector) else self.vector
-            self.found = self.rank(conn, vector)
+            self.vector = self.vector() if callable(self.vector) else self.vector
+            self.found = self.rank(conn, self.vector)
         except BaseException as exc:  # handed to the caller's thread by result()
             self.error = exc
 
@@ -306,48 +434,138 @@ def search(
     k: int = 10,
     query_vector: Vector | Callable[[], Vector] | None = None,
     depth: int = 50,
-    rrf_k: int = 60,
+    fusion: Fusion | None = None,
     exact: bool = False,
     session: str | None = None,
+    role: str | None = None,
 ) -> list[Hit]:
-    """The k best hits for `query` in `dataset`, best first.
+    """The k best hits for `query` in `dataset`, best first; with `role`, only chunks
+    holding a chat message by that role (gb search --role).
 
     `method` is hybrid (BM25 and vector fused), bm25 or vector; hybrid and vector need
     `query_vector`, the query embedded with the dataset's own model, or a function that
     returns it (called in a worker thread, so the embedding request overlaps the keyword
-    search). `depth` is how many candidates each method contributes; `rrf_k` the fusion
-    constant. The vectors are ranked through their quantized companions (store/vectors.py,
-    knn) unless `exact` (`search.exact`): then by the exact cosine scan alone.
+    search). `depth` is how many candidates each method contributes; `fusion` how they
+    are fused (default: Fusion(), convex; fusion_for() gives a dataset's). The vectors
+    are ranked through their quantized companions (store/vectors.py, knn) unless
+    `exact` (`search.exact`): then by the exact cosine scan alone. A hit's score is the
+    fused one, or with one method that method's own (BM25's, or cosine similarity).
     """
+    if k <= 0:
+        return []
+    found = candidates(
+        conn,
+        dataset,
+        query,
+        method=method,
+        query_vector=query_vector,
+        depth=max(depth, k),
+        exact=exact,
+        session=session,
+    )
+    ranked = found.ranked(fusion or Fusion())
+    if role is not None:
+        allowed = set(chunks_with_role(conn, dataset.id, role))
+        ranked = [entry for entry in ranked if entry[0] in allowed]
+    return hits_of(conn, ranked[:k])
+
+
+@dataclass
+class Candidates:
+    """What each method found for a query (entry ids best first) and their own scores
+    (BM25's, cosine similarity): fused by `ranked`, as often as wanted (gb eval --tune)."""
+
+    method: str
+    rankings: dict[str, list[int]]
+    scores: dict[str, dict[int, float]]
+
+    def ranked(self, fusion: Fusion) -> list[tuple[int, float, dict[str, int]]]:
+        """All the candidates, best first: (entry id, score, {method: rank})."""
+        if self.method != "hybrid":
+            own = self.scores[self.method]  # one method: its own score
+            return [
+                (key, own[key], {self.method: rank})
+                for rank, key in enumerate(self.rankings[self.method], start=1)
+            ]
+        if fusion.method == "convex":
+            w = fusion.vector_weight
+            fused = fuse_scores(self.rankings, self.scores, {"vector": w, "bm25": 1.0 - w})
+        else:
+            fused = fuse(self.rankings, fusion.rrf_k)
+        return fused  # type: ignore[return-value]
+
+
+def candidates(
+    conn: apsw.Connection,
+    dataset: Dataset,
+    query: str,
+    *,
+    method: str = "hybrid",
+    query_vector: Vector | Callable[[], Vector] | None = None,
+    depth: int = 50,
+    exact: bool = False,
+    session: str | None = None,
+) -> Candidates:
+    """The `depth` best entries of each method `method` takes, for search() to fuse."""
     if method not in METHODS:
         raise ValueError(f"unknown search method {method!r}; one of {', '.join(METHODS)}")
     if method != "bm25" and query_vector is None:
         raise ValueError(f"{method} search needs the query's vector")
-    if k <= 0:
-        return []
-    depth = max(depth, k)
     mapped(conn)
     rankings: dict[str, list[int]] = {}
-    own_scores: dict[int, float] = {}  # one method alone: the hit's score is that method's
+    scores: dict[str, dict[int, float]] = {"bm25": {}, "vector": {}}
     if method == "vector":
         assert query_vector is not None
         vector = query_vector() if callable(query_vector) else query_vector
-        rankings["vector"] = _vector(conn, dataset.id, vector, depth, exact, session)
+        rankings["vector"] = _vector(
+            conn, dataset.id, vector, depth, exact, session, scores["vector"]
+        )
     elif method == "bm25":
-        rankings["bm25"] = _bm25(conn, dataset.id, query, depth, own_scores, session)
+        rankings["bm25"] = _bm25(conn, dataset.id, query, depth, scores["bm25"], session)
     else:
         assert query_vector is not None
         side = VectorSide(
-            conn, query_vector, lambda c, v: _vector(c, dataset.id, v, depth, exact, session)
+            conn,
+            query_vector,
+            lambda c, v: _vector(c, dataset.id, v, depth, exact, session, scores["vector"]),
         )
         side.start()
         try:
-            rankings["bm25"] = _bm25(conn, dataset.id, query, depth, session=session)
+            rankings["bm25"] = _bm25(conn, dataset.id, query, depth, scores["bm25"], session)
         except BaseException:
             side.join()  # done with the second connection before the error goes up
             raise
         rankings["vector"] = side.result()
-    chosen = fuse(rankings, rrf_k)[:k]
+        _score_the_rest(conn, dataset.id, side.vector, rankings, scores)
+    return Candidates(method, rankings, scores)
+
+
+def _score_the_rest(
+    conn: apsw.Connection,
+    dataset_id: int,
+    vector: Vector,
+    rankings: Mapping[str, list[int]],
+    scores: dict[str, dict[int, float]],
+) -> None:
+    """Give BM25's candidates the vectors' score too (cosine similarity, of each one's
+    nearest vector), so convex fusion weighs every candidate on both: a strong keyword
+    match the vectors rank 60th is not scored 0 by them. The vectors' candidates have
+    their BM25 scores already, from _bm25's longer list (beyond it: 0)."""
+    far = [e for e in rankings["bm25"] if e not in scores["vector"]]
+    if not far:
+        return
+    near = vectors.similarities(conn, dataset_id, "chunks", vector, far)
+    for summary, chunk in summary_ids(conn, far).items():
+        got = vectors.similarities(conn, dataset_id, "summaries", vector, [summary])
+        if summary in got:
+            near[chunk] = max(near.get(chunk, -1.0), got[summary])
+    scores["vector"].update(near)
+
+
+def hits_of(
+    conn: apsw.Connection, chosen: Sequence[tuple[int, float, dict[str, int]]]
+) -> list[Hit]:
+    """The hits of ranked entries (Candidates.ranked), with their text, place and summary."""
     ids = json.dumps([key for key, _, _ in chosen])
     rows = {r["id"]: r for r in _rows(conn, _DETAILS, (ids,))}
     summaries = {
@@ -373,7 +591,7 @@ def search(
         lines = line_range(data, start, end) if start is not None and end is not None else None
         hits.append(
             Hit(
-                score=own_scores.get(key, score),  # type: ignore[call-overload]
+                score=score,
                 ranks=ranks,
                 artifact_id=row["id"],
                 document_id=row["document_id"],
@@ -386,6 +604,7 @@ def search(
                 text=row["text"],
                 summary=summaries.get(row["id"]),
                 kind="document" if row["parent_id"] is None else "chunk",
+                locations=locations_of(row),
             )
         )
     return hits

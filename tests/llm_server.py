@@ -38,8 +38,9 @@ to process. increase the physical batch size (current batch size: 512)").
 Chat answers are decided by the request's stage: ``response_format.json_schema.name`` when
 the request asks for a JSON schema, otherwise inferred from tags in the last user message
 (``<items>`` resolve, ``<document>`` + ``<chunk>`` contextualize_chunk, ``<chunk>``
-summarize_chunk, ``<text>`` extract_graph). Every answer is a deterministic function of the
-request (only ids, ``created`` and ``cached_tokens`` depend on what came before).
+summarize_chunk, ``<text>`` extract_graph, ``<passages>`` rerank). Every answer is a
+deterministic function of the request (only ids, ``created`` and ``cached_tokens`` depend
+on what came before).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ __all__ = [
 ]
 
 #: Chat stages the server knows; "embed" is the stage of every embeddings request.
-STAGES = ("extract_graph", "summarize_chunk", "contextualize_chunk", "resolve")
+STAGES = ("extract_graph", "summarize_chunk", "contextualize_chunk", "resolve", "rerank")
 EMBED_STAGE = "embed"
 FAULT_KINDS = (
     "429",
@@ -258,6 +259,21 @@ def summarize_chunk(chunk: str) -> dict[str, Any]:
 def contextualize_chunk(document: str) -> dict[str, Any]:
     begins = " ".join(document.split()[:12])
     return {"context": f"This chunk is part of a document that begins: {begins}."}
+
+
+_PASSAGE = re.compile(r"^\[(\d+)\] ", re.MULTILINE)
+
+
+def rerank(query: str, passages: str) -> dict[str, Any]:
+    """The numbers of the ``[N] text`` passages, those sharing more distinct words with the
+    query first, ties in their given order: a test can predict the order it changes to."""
+    words = set(_WORD.findall(query.lower()))
+    marks = list(_PASSAGE.finditer(passages))
+    overlap = {}
+    for mark, after in zip(marks, [*marks[1:], None], strict=True):
+        text = passages[mark.end() : after.start() if after else len(passages)]
+        overlap[int(mark.group(1))] = len(words & set(_WORD.findall(text.lower())))
+    return {"order": sorted(overlap, key=lambda n: (-overlap[n], n))}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -1301,6 +1317,8 @@ class LLMServer:
                 )
             return name
         last_user = self._last_user(messages)
+        if _has_tag(last_user, "passages"):
+            return "rerank"
         if _has_tag(last_user, "items"):
             return "resolve"
         if _has_tag(last_user, "chunk"):
@@ -1311,7 +1329,7 @@ class LLMServer:
         raise _Reply(
             400,
             "Could not tell the stage: no response_format json_schema and no "
-            "<items>, <chunk> or <text> tag in the last user message",
+            "<items>, <chunk>, <text> or <passages> tag in the last user message",
             "invalid_request_error",
             "unknown_stage",
         )
@@ -1340,6 +1358,8 @@ class LLMServer:
             return summarize_chunk(find("chunk"))
         if stage == "contextualize_chunk":
             return contextualize_chunk(find("document"))
+        if stage == "rerank":
+            return rerank(find("query").strip(), find("passages"))
         items_text = find("items").strip()
         try:
             items = json.loads(items_text)

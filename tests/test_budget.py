@@ -241,6 +241,13 @@ def test_max_cost_with_contextual_needs_a_price_for_the_contextualize_model(
     assert metered.calls("contextualize_chunk") == 0
 
 
+def test_max_cost_needs_no_price_for_the_rerank_model_remember_never_calls(gb_cli, metered) -> None:
+    write("gligabao.toml", PRICES)  # none for gpt-4o
+    path = str(write("a.md", story(1, paragraphs=2)))
+    gb(gb_cli, "remember", path, "--model", "rerank=gpt-4o", "--max-cost", "5")
+    assert metered.calls("extract_graph") > 0
+
+
 # ------------------------------------------------------------------ stored answers
 
 

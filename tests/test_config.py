@@ -33,7 +33,7 @@ def effective(gb_cli, *args: str) -> dict:
     return json.loads(result.stdout)
 
 
-STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk")
+STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank")
 # Every setting's default, as SPEC.md and the README state them: written out here, not
 # read from gligabao.config, so that a changed default fails a test.
 DEFAULTS = {
@@ -46,6 +46,7 @@ DEFAULTS = {
     "concurrency": 8,
     "busy_timeout": 10.0,
     "contextual": False,
+    "stages": "graph,summaries,embed",
     "llm.base_url": None,
     "llm.api_key_env": "OPENAI_API_KEY",
     "llm.api_key": None,
@@ -57,9 +58,15 @@ DEFAULTS = {
     "embeddings.base_url": None,
     "embeddings.api_key_env": None,
     "embeddings.max_tokens": 0,
+    "chat.window": "multi",
+    "search.fusion": "convex",
+    "search.vector_weight": 0.5,
     "search.rrf_k": 60,
     "search.depth": 50,
     "search.exact": False,
+    "search.rerank": False,
+    "search.rerank_depth": 20,
+    "search.rerank_chars": 600,
     "models.default": "gpt-4o-mini",
     **{f"models.{stage}": None for stage in STAGES},
     **{f"reasoning.{stage}": "none" for stage in STAGES},
@@ -247,7 +254,8 @@ def test_unknown_mode_is_refused(gb_cli) -> None:
     result = gb_cli("chunk-preview", "--mode", "nonsense", "doc.txt")
     assert result.exit_code == 5
     assert one_line(result.stderr) == (
-        "gb: mode = 'nonsense' (from flag) is not allowed (allowed auto, text, markdown, code)"
+        "gb: mode = 'nonsense' (from flag) is not allowed "
+        "(allowed auto, text, markdown, code, chat)"
     )
 
 

@@ -240,7 +240,9 @@ def test_a_short_text_is_one_artifact_with_one_extraction(gb_cli, online) -> Non
     response = remember_json(gb_cli, str(path))
 
     assert list(response) == [k for k in R7_KEYS if k != "chunks"]
-    assert response["embedded_chunks"] == response["embedded_summaries"] == 0
+    # Not chunked, it is embedded whole as its own vector in the chunks index (searched by
+    # meaning like a chunk), in the one embeddings request of its entities and facts.
+    assert response["embedded_chunks"] == 1 and response["embedded_summaries"] == 0
     assert calls(online) == {"extract_graph": 1, "summarize_chunk": 0, "resolve": 0, "embed": 1}
     (only,) = rows("SELECT * FROM gb_artifacts")
     assert only["id"] == response["artifact_id"] and only["parent_id"] is None
@@ -250,7 +252,7 @@ def test_a_short_text_is_one_artifact_with_one_extraction(gb_cli, online) -> Non
     assert [r["artifact_id"] for r in links] == [only["id"]]  # linked to the text itself
     assert count("SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", (only["id"],)) == 1
     held = assert_indexes_complete(gb_cli)
-    assert held["chunks"] == held["summaries"] == 0 and held["entities"] == len(names)
+    assert held["chunks"] == 1 and held["summaries"] == 0 and held["entities"] == len(names)
 
 
 # ------------------------------------------------------------------ 2. overlap and contradiction

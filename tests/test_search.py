@@ -282,13 +282,14 @@ def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(
 ) -> None:
     """The hybrid search runs its two halves at once on two connections; its ranking must
     still be the reciprocal rank fusion of the two lists each method gives alone, with the
-    configuration's search.rrf_k, computed here by hand."""
+    configuration's search.rrf_k, computed here by hand (search.fusion = rrf)."""
     assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
     query = "distribute copies of the Program under these terms"
     depth = ("-k", "50")  # -k 50 = the default depth: each list as hybrid sees it
     bm25 = [h["artifact_id"] for h in _hits(gb_cli, query, "--method", "bm25", *depth)]
     vector = [h["artifact_id"] for h in _hits(gb_cli, query, "--method", "vector", *depth)]
     assert len(bm25) > 20 and len(vector) == 50 and bm25[:5] != vector[:5]
+    monkeypatch.setenv("GB_SEARCH_FUSION", "rrf")
     monkeypatch.setenv("GB_SEARCH_RRF_K", "2")  # far from the default 60: it changes the order
     scores: dict[int, float] = {}
     for ranking in (bm25, vector):
@@ -308,9 +309,54 @@ def test_hybrid_fuses_exactly_what_bm25_and_vector_each_rank(
     best = sorted(scores.values(), reverse=True)[:20]  # the 20 best, ties at the edge aside
     assert shown == pytest.approx(best)
     monkeypatch.delenv("GB_SEARCH_RRF_K")
-    default = _hits(gb_cli, query, "-k", "20")
-    assert default[0]["score"] == pytest.approx(
-        sum(1 / (60 + r) for r in default[0]["ranks"].values())
+    default_k = _hits(gb_cli, query, "-k", "20")
+    assert default_k[0]["score"] == pytest.approx(
+        sum(1 / (60 + r) for r in default_k[0]["ranks"].values())
+    )
+
+
+def _spread(scores: dict[int, float]) -> dict[int, float]:
+    """Each score placed in 0..1 between mean - 3 sd and mean + 3 sd of all of them."""
+    values = list(scores.values())
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return {key: min(1.0, max(0.0, (v - mean + 3 * sd) / (6 * sd))) for key, v in scores.items()}
+
+
+@pytest.mark.parametrize("weight", ["0.5", "0.2"])
+def test_hybrid_is_the_weighted_sum_of_each_method_s_spread_scores(
+    gb_cli, online, corpus, monkeypatch, weight
+) -> None:
+    """By default hybrid search fuses scores, not ranks: the candidates are each method's
+    50 best; each is scored by both methods (BM25's score, 0 where no word matches, here
+    over all of the corpus's ~280 rows, fewer than the 400 it scores; the cosine
+    similarity of its nearest vector); each method's scores over the candidates
+    are spread onto 0..1 by their mean and deviation, then weighted by
+    search.vector_weight."""
+    assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
+    query = "distribute copies of the Program under these terms"
+
+    def ids(method: str, k: str) -> dict[int, float]:
+        return {
+            h["artifact_id"]: h["score"] for h in _hits(gb_cli, query, "--method", method, "-k", k)
+        }
+
+    keyword, meaning = ids("bm25", "4000"), ids("vector", "4000")  # every score there is
+    assert len(meaning) > 100 and len(keyword) > 50
+    candidates = {*ids("bm25", "50"), *ids("vector", "50")}  # -k 50: the default depth
+    w = float(weight)
+    spread_bm25 = _spread({key: keyword.get(key, 0.0) for key in candidates})
+    spread_vector = _spread({key: meaning[key] for key in candidates})
+    expected = {key: (1 - w) * spread_bm25[key] + w * spread_vector[key] for key in candidates}
+    monkeypatch.setenv("GB_SEARCH_VECTOR_WEIGHT", weight)
+
+    hybrid = _hits(gb_cli, query, "-k", "20")
+
+    assert len(hybrid) == 20
+    for hit in hybrid:
+        assert hit["score"] == pytest.approx(expected[hit["artifact_id"]])
+    assert [h["score"] for h in hybrid] == pytest.approx(
+        sorted(expected.values(), reverse=True)[:20]
     )
 
 

@@ -37,9 +37,8 @@ def _pieces(text: str, conn, dataset_id: int) -> list[Piece]:
     for chunk in result.chunks:
         piece = Piece(chunk.index, chunk.text, chunk, Extraction.from_answer(FACT), "summary")
         piece.plan = resolver.plan(chunk.index, piece.extraction)
-        piece.vectors = {
-            key: [1.0] * DIMS for key in ("chunk", "summary", "entity:0", "entity:1", "edge:0")
-        }
+        piece.vectors = {key: [1.0] * DIMS for key in ("summary", "entity:0", "entity:1", "edge:0")}
+        piece.vectors["chunk"] = [[1.0] * DIMS]  # a vector a piece of the chunk: one
         pieces.append(piece)
     return pieces
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from gligabao.chunk.text import Chunk, Splitter, overlap_budget, split_text, text_chunks
 from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, get_tokenizer
 
-MODES = ("auto", "text", "markdown", "code")
+# "chat" cuts a chat export in windows of messages (gligabao.formats, chunk/chat.py).
+MODES = ("auto", "text", "markdown", "code", "chat")
 
 __all__ = [
     "ESTIMATOR",
@@ -36,14 +37,19 @@ class ChunkSettings:
     overlap_percent: int = 20
     mode: str = "text"
     tokenizer: Tokenizer = field(default=ESTIMATOR)
+    chat_window: str = "multi"  # a chat in multi-message windows, or one message a chunk
 
     def fingerprint(self) -> dict[str, object]:
-        """What a stored cut depends on, to tell later whether it would come out the same."""
+        """What a stored cut depends on, to tell later whether it would come out the same.
+        The chat window only when not the default, so documents stored before it existed
+        keep their fingerprint."""
+        single = {"chat_window": self.chat_window} if self.chat_window != "multi" else {}
         return {
             "chunk_size": self.chunk_size,
             "overlap_percent": self.overlap_percent,
             "mode": self.mode,
             "tokenizer": self.tokenizer.name,
+            **single,
         }
 
 

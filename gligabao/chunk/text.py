@@ -49,6 +49,7 @@ class Chunk:
     The structure-aware modes add where it sits (``section``, a heading path such as
     "Cleaning > Cleaning Steps", and its ``anchor``) and a ``context`` that is put
     before the text when it is embedded and keyword-indexed, never stored in it.
+    A chunk of a PDF or a chat export has its ``locations`` (`gligabao.formats.describe`).
     """
 
     index: int
@@ -62,6 +63,7 @@ class Chunk:
     section: str | None = None
     anchor: str | None = None
     context: str = ""
+    locations: dict[str, object] | None = None
 
 
 def overlap_budget(chunk_size: int, overlap_percent: int) -> int:

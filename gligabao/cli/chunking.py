@@ -9,12 +9,12 @@ import sys
 import typer
 
 from gligabao import render
-from gligabao.chunk import Cut, cut
+from gligabao.chunk import ChunkSettings, Cut
 from gligabao.cli import options
 from gligabao.cli.app import command, configure
 from gligabao.config import CONFIG_NAME, Config
 from gligabao.errors import DatabaseError, ExitCode, InputError, UsageError
-from gligabao.inputs import STDIN, Source, read_source
+from gligabao.inputs import STDIN, Source, read_sources
 from gligabao.llm.endpoint import Endpoints, safe_url
 
 
@@ -27,6 +27,7 @@ def chunk_preview(
     tokenizer: options.TokenizerSpec = None,
     db: options.Db = None,
     dataset: options.Dataset = None,
+    all_branches: options.AllBranches = False,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
@@ -36,6 +37,10 @@ def chunk_preview(
 
     With --json, a chunk of a file remembered with --contextual, whose stored chunks are
     the ones shown (same content, same settings), also has its `situating_context`.
+
+    A PDF, an HTML page or a chat export is read by its reader (a chat export: one
+    result per conversation); each chunk shows its pages (`pages`) or its messages
+    (`messages`: conversation and path ids, first and last turn, roles).
 
     Example: gb chunk-preview notes.md --chunk-size 512 --overlap 10
     """
@@ -57,23 +62,36 @@ def chunk_preview(
     failed = 0
     for name in names:
         try:
-            source = read_source(name)
+            sources = read_sources(name, chat=config["mode"] == "chat", all_branches=all_branches)
         except InputError as exc:
             render.error(str(exc))
             failed += 1
             continue
-        shown = source.name  # a name's non-UTF-8 bytes escaped, printable
-        result = cut(source.text, settings, None if name == STDIN else shown)
-        if as_json:
-            situating: dict[int, str] = {}
-            if database is not None and name != STDIN and result.chunked:
-                situating, database = _stored_contexts(config, database, source, result)
-            render.json_line(render.chunk_preview_json(shown, result, situating))
-        else:
-            render.chunk_preview_table(shown, result, settings)
+        for source in sources:
+            database = _preview(config, settings, source, as_json, database)
     if failed:
         code = ExitCode.BAD_INPUT if failed == len(names) else ExitCode.PARTIAL
         raise typer.Exit(int(code))
+
+
+def _preview(
+    config: Config, settings: ChunkSettings, source: Source, as_json: bool, database: str | None
+) -> str | None:
+    """Show one document's cut; the database to read stored contexts from next."""
+    from gligabao.formats import cut_source
+
+    shown = source.name  # a name's non-UTF-8 bytes escaped, printable
+    if source.document is not None and source.document.kind == "chat":
+        shown = f"{shown} #{source.document.name}"
+    result = cut_source(source, settings)
+    if as_json:
+        situating: dict[int, str] = {}
+        if database is not None and source.path is not None and result.chunked:
+            situating, database = _stored_contexts(config, database, source, result)
+        render.json_line(render.chunk_preview_json(shown, result, situating, source.locations()))
+    else:
+        render.chunk_preview_table(shown, result, settings)
+    return database
 
 
 def _stored_contexts(

@@ -10,8 +10,17 @@ from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, open_store
 from gligabao.config import Config
-from gligabao.evaluate import EVAL_METHODS, KS, EvalResult, evaluate_dataset, read_queries
-from gligabao.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, vector_obstacle
+from gligabao.errors import UsageError
+from gligabao.evaluate import (
+    EVAL_METHODS,
+    KS,
+    METHOD_CHOICES,
+    RERANK,
+    EvalResult,
+    evaluate_dataset,
+    read_queries,
+)
+from gligabao.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, fusion_for, vector_obstacle
 from gligabao.store import datasets
 from gligabao.store.datasets import require_dataset
 
@@ -23,6 +32,15 @@ Datasets = Annotated[
         "--dataset",
         metavar="NAME",
         help="A dataset to measure; repeat to compare (default: the configured one).",
+    ),
+]
+Methods = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads the annotation at run time
+    typer.Option(
+        "--method",
+        metavar="METHOD",
+        help="bm25, vector, hybrid or rerank (hybrid reordered by the chat model, one LLM "
+        "call a query); repeat for several (default: bm25, vector and hybrid).",
     ),
 ]
 
@@ -65,6 +83,35 @@ def _vector_skip(config: Config, conn, dataset: datasets.Dataset) -> str | None:
     return None
 
 
+def _tuned(config: Config, conn, ds, queries, vectors, skip: str | None, as_json: bool):
+    """Tune `ds`'s fusion (gb eval --tune), store it, say it; the dataset as updated."""
+    from gligabao.store.db import transaction
+    from gligabao.tune import tune_fusion
+
+    if skip is not None or vectors is None:
+        raise UsageError(f"dataset '{ds.name}' cannot be tuned: {skip}; hybrid needs vectors")
+    tuning = tune_fusion(
+        conn,
+        ds,
+        queries,
+        vectors,
+        current=fusion_for(config, ds).vector_weight,
+        depth=int(config["search.depth"]),
+    )
+    with transaction(conn):
+        datasets.set_search_settings(conn, ds.id, tuning.settings())
+    if as_json:
+        render.json_line({"tuning": tuning.as_json()})
+    else:
+        render.tuning_table(tuning)
+    if config.sources.get("search.vector_weight", "default") != "default":
+        render.notice(
+            f"search.vector_weight is set ({config.sources['search.vector_weight']}): "
+            "it overrides the learnt weight until unset"
+        )
+    return datasets.get_dataset(conn, ds.id)
+
+
 # What `--json` gives of each kind of query.
 _KIND = ("queries", *(f"failure@{k}" for k in KS), *(f"failed@{k}" for k in KS))
 
@@ -79,7 +126,15 @@ def eval_command(
     dataset: Datasets = None,
     db: options.Db = None,
     config_path: options.ConfigPath = None,
+    method: Methods = None,
     as_json: options.Json = False,
+    tune: bool = typer.Option(
+        False,
+        "--tune",
+        help="Learn each dataset's hybrid vector weight from these queries and store it "
+        "with the dataset (gb search uses it unless search.vector_weight is set); then "
+        "measure with it.",
+    ),
 ) -> None:
     """Measure search on your own queries.
 
@@ -90,10 +145,16 @@ def eval_command(
     Queries with a "kind" are also counted by kind; --json gives each query's rank (of
     its first hit that covers the span) to compare two settings query by query.
     Vector and hybrid are skipped, with a note, where the dataset has no vectors or no
-    embeddings endpoint is configured.
+    embeddings endpoint is configured. --method rerank measures hybrid search reordered
+    by the chat model (one LLM call a query, recorded and reused; a query it cannot
+    rerank keeps the fused order, with a notice).
 
     Example: gb eval queries.jsonl --dataset text --dataset markdown
     """
+    chosen = list(dict.fromkeys(method or EVAL_METHODS))
+    for name in chosen:
+        if name not in METHOD_CHOICES:
+            raise UsageError(f"--method must be one of {', '.join(METHOD_CHOICES)}, not {name!r}")
     config = configure(config_path, {"database": db})
     queries = read_queries(queries_path)
     names = list(dict.fromkeys(dataset or [config["dataset"]]))
@@ -104,24 +165,40 @@ def eval_command(
     if any(reason is None for reason in skips.values()):
         vectors = _embed_all(config, [q.query for q in queries])  # once, for every dataset
 
-    depth, rrf_k = int(config["search.depth"]), int(config["search.rrf_k"])
+    depth = int(config["search.depth"])
+    if tune:
+        found = [_tuned(config, conn, d, queries, vectors, skips[d.name], as_json) for d in found]
     results: list[EvalResult] = []
     for ds in found:
         reason = skips[ds.name]
         if reason:
             render.notice(f"dataset '{ds.name}': {reason}; vector and hybrid skipped")
-        results.extend(
-            evaluate_dataset(
-                conn,
-                ds,
-                queries,
-                methods=EVAL_METHODS,
-                query_vectors=vectors if reason is None else None,
-                skip={"vector": reason, "hybrid": reason} if reason else None,
-                depth=depth,
-                rrf_k=rrf_k,
+        skip = {m: reason for m in ("vector", "hybrid", RERANK)} if reason else {}
+        reranker = None
+        if RERANK in chosen:
+            from gligabao.rerank import Reranker
+
+            reranker = Reranker(config, conn, ds)
+            if not reranker.available:
+                skip.setdefault(RERANK, "no chat endpoint configured")
+        try:
+            results.extend(
+                evaluate_dataset(
+                    conn,
+                    ds,
+                    queries,
+                    methods=chosen,
+                    query_vectors=vectors if reason is None else None,
+                    skip=skip or None,
+                    depth=depth,
+                    fusion=fusion_for(config, ds),
+                    reranker=reranker,
+                    on_notice=render.notice,
+                )
             )
-        )
+        finally:
+            if reranker is not None:
+                reranker.close()
     kinds = any(q.kind is not None for q in queries)
     if as_json:
         for r in results:

@@ -81,6 +81,17 @@ def remember_command(
         "indexed with it (one more LLM call a chunk; config `contextual`).",
         show_default=False,
     ),
+    stages: str = typer.Option(
+        None,
+        "--stages",
+        metavar="LIST",
+        help="What to do, comma-separated: graph,summaries,embed (all, the default) or "
+        "embed (vectors only, no chat calls; a later run with all completes the rest). "
+        "Config `stages`.",
+    ),
+    no_graph: bool = typer.Option(
+        False, "--no-graph", help="Shorthand for --stages embed: search without a graph."
+    ),
     force: bool = typer.Option(
         False, "--force", help="Remember inputs again even when already stored whole."
     ),
@@ -102,6 +113,7 @@ def remember_command(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="List each file skipped, and why (default: one line)."
     ),
+    all_branches: options.AllBranches = False,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
     trace: options.Trace = False,
@@ -118,9 +130,14 @@ def remember_command(
     the old one, only its changed chunks extracted again (--force: all of them). One bad
     input never stops the others (exit code 4: partial).
 
+    A PDF, an HTML page or a chat export (ChatGPT's or Claude's conversations.json,
+    JSON Lines of messages) is read by its reader; each chunk keeps its pages or
+    messages (--json: `locations`).
+
     \b
     Examples:
       gb remember notes.md
+      gb remember report.pdf conversations.json
       cat mail.txt | gb remember - --session inbox
       find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
@@ -142,8 +159,10 @@ def remember_command(
     from gligabao.pipeline import Options
     from gligabao.pipeline.batch import Tally, remember_all
     from gligabao.pipeline.calls import Budget
+    from gligabao.pipeline.remember import EMBED_ONLY, parse_stages
 
     config = configure(config_path, flags)
+    parse_stages(config["stages"], "config stages")  # refused before any input is read
     valid = options.iso_time("--valid-at", valid_at)
     run_options = Options(
         dataset=config["dataset"],
@@ -153,6 +172,8 @@ def remember_command(
         reference_time=options.iso_time("--reference-time", reference_time) or valid,
         trace=trace,
         force=force,
+        stages=EMBED_ONLY if no_graph else stages and parse_stages(stages, "--stages"),
+        all_branches=all_branches,
         on_notice=None if quiet else render.notice,
     )
     if not paths and not files_from and sys.stdin.isatty():

@@ -26,6 +26,14 @@ ConfigPath = Annotated[
     ),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Print JSON, one object per line.")]
+AllBranches = Annotated[
+    bool,
+    typer.Option(
+        "--all-branches",
+        help="A chat export: also each other branch of a conversation (a regenerated "
+        "answer), not only the path to its current message; shared messages once.",
+    ),
+]
 ChunkSize = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option(
@@ -43,7 +51,10 @@ Overlap = Annotated[
 Mode = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(
-        "--mode", metavar="MODE", help="How to cut: auto (by file extension), text, markdown, code."
+        "--mode",
+        metavar="MODE",
+        help="How to cut: auto (by file extension; a PDF, HTML page or chat export by its "
+        "reader), text, markdown, code, chat (a chat export, in windows of messages).",
     ),
 ]
 TokenizerSpec = Annotated[

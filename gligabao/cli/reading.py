@@ -14,7 +14,7 @@ from gligabao.cli.app import command, configure, open_store
 from gligabao.config import STAGES
 from gligabao.discover import discover
 from gligabao.errors import ExitCode, InputError, UsageError
-from gligabao.inputs import read_source
+from gligabao.inputs import read_sources
 from gligabao.llm.endpoint import EMBED_STAGE
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
@@ -263,24 +263,25 @@ def status(
     states: Counter[str] = Counter()
     for name in names:
         try:
-            source = read_source(name)
+            sources = read_sources(name)  # a chat export: each conversation, in turn
             if conn is None:  # once a file is read: a missing file alone is still exit 3
                 conn = open_store(config, create=False)
                 found = datasets.find_dataset(conn, config["dataset"])
                 dataset_id = found and found.id
-            result = sync_status(conn, source, dataset_id, settings)
+            results = [sync_status(conn, source, dataset_id, settings) for source in sources]
         except InputError as exc:
             render.error(str(exc))
             worst = ExitCode.BAD_INPUT
             states["unreadable"] += 1
             continue
-        states[result.state] += 1
-        if result.state != IN_SYNC and worst == ExitCode.OK:
-            worst = ExitCode.FAILURE
-        if as_json:
-            render.json_line(dataclasses.asdict(result))
-        else:
-            render.status_line(result)
+        for result in results:
+            states[result.state] += 1
+            if result.state != IN_SYNC and worst == ExitCode.OK:
+                worst = ExitCode.FAILURE
+            if as_json:
+                render.json_line(dataclasses.asdict(result))
+            else:
+                render.status_line(result)
     # Remembered from a folder walked, gone from it since (issue 17): not in sync either.
     folders = [p for p in paths or [] if recursive and os.path.isdir(p)]
     gone = deleted_files(conn, dataset_id, folders, names) if conn is not None else []

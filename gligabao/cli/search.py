@@ -15,6 +15,7 @@ from gligabao.search import (
     METHODS,
     OTHER_MODEL,
     bm25_only,
+    fusion_for,
     other_model,
     search,
     vector_obstacle,
@@ -51,8 +52,21 @@ def search_command(
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     session: options.SessionFilter = None,
+    role: str = typer.Option(
+        None,
+        "--role",
+        metavar="ROLE",
+        help="Only chat chunks holding a message by ROLE (user, assistant, ...).",
+    ),
     full: bool = typer.Option(
         False, "--full", help="Print each hit's whole chunk and its summary, not a snippet."
+    ),
+    rerank: bool = typer.Option(
+        None,
+        "--rerank/--no-rerank",
+        help="Let the chat model reorder the best search.rerank_depth hits (one LLM call, "
+        "recorded in gb inferences; config search.rerank).",
+        show_default=False,
     ),
     as_json: options.Json = False,
 ) -> None:
@@ -63,7 +77,9 @@ def search_command(
     Each hit shows path:LINE-LINE, its section, its score (fused in hybrid search, the
     BM25 score with --method bm25) and the few lines that best match the query, its
     words highlighted; --full prints the whole chunk and its summary. Without vectors or
-    an embeddings endpoint the search is by BM25 alone.
+    an embeddings endpoint the search is by BM25 alone. With --rerank the chat model
+    orders the best hits (their ranks show "rerank #N"); if it cannot, they stay in
+    search order with a notice.
 
     Example: gb search "how is the licence terminated" -k 5
     """
@@ -78,21 +94,36 @@ def search_command(
         from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
 
         query_vector = functools.partial(embed_query, config, query)
+    reranker = None
+    if config["search.rerank"] if rerank is None else rerank:
+        from gligabao.rerank import Reranker
+
+        reranker = Reranker(config, conn, found)
     hits = search(
         conn,
         found,
         query,
         method=method,
-        k=k,
+        k=k if reranker is None else reranker.candidates(k),
         query_vector=query_vector,
         depth=config["search.depth"],  # search() takes at least k from each method
-        rrf_k=config["search.rrf_k"],
+        fusion=fusion_for(config, found),
         exact=config["search.exact"],
         session=session,
+        role=role,
     )
+    notice = None
+    if reranker is not None:
+        with reranker:
+            reranked = reranker.rerank(query, hits)
+        hits, notice = reranked.hits[:k], reranked.notice
+    if notice is not None:
+        from gligabao import render
+
+        render.notice(notice)
     if as_json:
         for hit in hits:
-            json_line(hit.as_json())
+            json_line(hit.as_json() if notice is None else {**hit.as_json(), "notice": notice})
         return
     from gligabao import render
 

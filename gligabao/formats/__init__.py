@@ -18,13 +18,14 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 from gligabao.chunk import Chunk, ChunkSettings, Cut, cut
 from gligabao.chunk.chat import ChatWindows, chat_chunks
 from gligabao.errors import InputError
-from gligabao.inputs import MAX_BYTES, open_file, shown_name
+from gligabao.inputs import MAX_BYTES, Source, open_file, shown_name
 
 # A PDF or a chat export is read whole; what it yields is held to MAX_BYTES a document.
 MAX_FILE_BYTES = 64 << 20
@@ -42,13 +43,16 @@ __all__ = [
     "check_size",
     "chunk_locations",
     "cite",
+    "cite_described",
     "clean_text",
     "cut_document",
+    "cut_source",
     "describe",
     "kind_of",
     "locations",
     "read_documents",
     "read_file",
+    "said_when",
 ]
 
 
@@ -167,7 +171,11 @@ def describe(found: Sequence[Location]) -> dict[str, object]:
 def cite(source: str, found: Sequence[Location], title: str | None = None) -> str:
     """Where a chunk is, for people: ``report.pdf p.12-13``, ``chat.json #Trip msgs
     14-19`` (``title``: the conversation's, its document's name)."""
-    where = describe(found)
+    return cite_described(source, describe(found), title)
+
+
+def cite_described(source: str, where: Mapping[str, Any], title: str | None = None) -> str:
+    """`cite` of locations as `describe` wrote them (as they are stored)."""
     if "pages" in where:
         first, last = where["pages"]  # type: ignore[misc]
         return f"{source} p.{first}" if first == last else f"{source} p.{first}-{last}"
@@ -275,7 +283,7 @@ def cut_document(
     the smallest unit cited; the others in their mode with ``settings`` (SPEC C3: a
     text that fits in a chunk is not chunked, and cites all its locations)."""
     if doc.mode == "chat":
-        windows = windows or ChatWindows(tokenizer=settings.tokenizer)
+        windows = windows or ChatWindows(settings.chat_window, tokenizer=settings.tokenizer)
         messages = [(span.start, span.end) for span in doc.spans]
         chunks = chat_chunks(doc.text, messages, windows)
         tokens = sum(chunk.tokens - chunk.overlap_tokens for chunk in chunks)
@@ -285,6 +293,28 @@ def cut_document(
     if not result.chunks:
         return result, [[span.location for span in doc.spans]]
     return result, [chunk_locations(doc, chunk) for chunk in result.chunks]
+
+
+def cut_source(source: Source, settings: ChunkSettings, windows: ChatWindows | None = None) -> Cut:
+    """How gb remember and gb chunk-preview cut an input: a plain text as `cut` does
+    (its mode by its name), a read document by `cut_document`, each chunk carrying its
+    locations as `describe` writes them (stored with it, shown by --json)."""
+    if source.document is None:
+        return cut(source.text, settings, None if source.path is None else source.name)
+    result, found = cut_document(source.document, settings, windows)
+    if not result.chunks:  # not chunked: the document row keeps its locations
+        return result
+    chunks = [
+        replace(chunk, locations=describe(where))
+        for chunk, where in zip(result.chunks, found, strict=True)
+    ]
+    return replace(result, chunks=chunks)
+
+
+def said_when(chunk: Chunk | None) -> str | None:
+    """The time of a chat chunk's first message (its extraction's reference time), if known."""
+    messages = (chunk.locations or {}).get("messages") if chunk is not None else None
+    return messages["timestamps"][0] if isinstance(messages, dict) else None
 
 
 def chunk_locations(doc: FormattedDocument, chunk: Chunk) -> list[Location]:

@@ -28,7 +28,7 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.config import Config
@@ -138,6 +138,9 @@ class Answer:
 class Embeddings:
     vectors: list[Float32]  # array("f") each: the float32 values as stored
     inference: Inference
+    # Each text's vectors as the server made them: one, or one a piece of a text larger
+    # than the server reads (split.py), whose mean is that text's entry in `vectors`.
+    pieces: list[list[Float32]] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------ requests
@@ -595,7 +598,7 @@ class LLM:
             answer=None,
             attempts=attempts,
         )
-        return Embeddings([combine(pieces) for pieces in by_text], inference)
+        return Embeddings([combine(pieces) for pieces in by_text], inference, by_text)
 
     def _fits_next_time(self, err: LLMError, plan: Plan) -> bool:
         """Whether a refusal of ``plan`` as too large taught this instance how to cut the

@@ -5,8 +5,9 @@ Each builder returns a `ChatRequest`: what to send (messages), what to expect ba
 as ``["string", "null"]``) and the output budget. The untrusted text always sits in the
 user messages, inside a tag the model (and the test server) can find: ``<text>``
 (extract_graph), ``<chunk>`` (summarize_chunk), ``<document>`` then ``<chunk>``
-(contextualize_chunk), ``<items>`` (resolve). Instructions live in the system message,
-so they are the same for every call of a stage and providers can cache them.
+(contextualize_chunk), ``<items>`` (resolve), ``<query>`` then ``<passages>`` (rerank).
+Instructions live in the system message, so they are the same for every call of a stage
+and providers can cache them.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ from typing import Any
 __all__ = [
     "CONTEXTUALIZE_SCHEMA",
     "EXTRACT_GRAPH_SCHEMA",
+    "RERANK_SCHEMA",
     "RESOLVE_SCHEMA",
     "SUMMARIZE_SCHEMA",
     "ChatRequest",
     "check_answer",
     "contextualize_chunk_request",
     "extract_graph_request",
+    "rerank_request",
     "resolve_request",
     "summarize_chunk_request",
 ]
@@ -236,6 +239,37 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
         schema=RESOLVE_SCHEMA,
         max_output_tokens=4096,
         retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
+    )
+
+
+# ------------------------------------------------------------------ rerank
+
+RERANK_SCHEMA = _obj(order=_array({"type": "integer"}))
+
+_RERANK_SYSTEM = """\
+You rank search results. The <query> tag holds a search query; the <passages> tag holds \
+numbered passages, [1] to [N], found for it. Order the passages by how well each answers \
+the query, the best first. Answer with JSON only: {"order": [numbers]}, each passage \
+number once, and only numbers that are shown."""
+
+
+def rerank_request(query: str, passages: list[str]) -> ChatRequest:
+    """`passages`: the candidates' texts in fused order, already cut to a length the
+    model's context holds all of; numbered from 1 in the prompt."""
+    numbered = "\n\n".join(f"[{n}] {text}" for n, text in enumerate(passages, start=1))
+    return ChatRequest(
+        stage="rerank",
+        messages=(
+            {"role": "system", "content": _RERANK_SYSTEM},
+            {
+                "role": "user",
+                "content": f"<query>\n{query}\n</query>\n\n<passages>\n{numbered}\n</passages>",
+            },
+        ),
+        schema_name="rerank",
+        schema=RERANK_SCHEMA,
+        # A few tokens a number, and room for a model that writes them spaced out.
+        max_output_tokens=64 + 8 * len(passages),
     )
 
 

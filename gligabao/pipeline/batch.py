@@ -20,7 +20,7 @@ import apsw
 
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.inputs import read_source, shown_name
+from gligabao.inputs import Source, read_sources, shown_name
 from gligabao.pipeline.calls import Budget, BudgetReached, Spend
 from gligabao.pipeline.remember import (
     PENDING,
@@ -79,9 +79,23 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
         if budget is not None and budget.reached:
             on_result(Result(name, LEFT))
             return
+        try:
+            sources = read_sources(
+                name, chat=config["mode"] == "chat", all_branches=options.all_branches
+            )
+        except GbError as exc:
+            on_result(Result(name, FAILED, error=exc))
+            return
+        # A chat export: each conversation (and branch) is a document, reported as one.
+        for source in sources:
+            await remember_one(source.label, source)
+
+    async def remember_one(name: str, source: Source) -> None:
+        if budget is not None and budget.reached:
+            on_result(Result(name, LEFT))
+            return
         spend = Spend()
         try:
-            source = read_source(name)
             outcome = await remember_async(conn, source, config, llm, options, budget, spend)
         except GbError as exc:
             stopped = isinstance(exc, BudgetReached) or isinstance(exc.__cause__, BudgetReached)

@@ -101,7 +101,8 @@ class Budget:
     def stages(self) -> tuple[str, ...]:
         """The stages a `gb remember` run calls with this configuration."""
         contextual = self.config["contextual"]
-        chat = tuple(s for s in STAGES if contextual or s != "contextualize_chunk")
+        skipped = {"rerank"} | (set() if contextual else {"contextualize_chunk"})  # search's
+        chat = tuple(s for s in STAGES if s not in skipped)
         return (*chat, EMBED_STAGE)
 
     def missing_prices(self) -> list[str]:
@@ -236,19 +237,20 @@ class Calls:
         inference_id = self._record(answer.inference)
         return Asked(answer.value, inference_id, answer.inference.model, answer.inference.reasoning)
 
-    async def embed(self, texts: list[str]) -> list[Float32]:
-        """One embeddings request for all of ``texts`` (R5), recorded as an inference; the
-        vectors as float32 arrays, as they are stored."""
+    async def embed(self, texts: list[str]) -> list[list[Float32]]:
+        """One embeddings request for all of ``texts`` (R5), recorded as an inference; each
+        text's vectors as float32 arrays, as they are stored: one, or one a piece when the
+        text is larger than the server reads (`embeddings.max_tokens`)."""
         if not texts:
             return []
         return await self._to_the_end(lambda flight: self._embed(texts, flight))
 
-    async def _embed(self, texts: list[str], flight: Flight) -> list[Float32]:
+    async def _embed(self, texts: list[str], flight: Flight) -> list[list[Float32]]:
         async with self._budgeted(self.llm.config["embeddings.model"], "\n".join(texts), 0) as paid:
             result = await self.llm.embed(texts, flight)
             paid.append(result.inference.cost)
         self._record(result.inference)
-        return result.vectors
+        return result.pieces
 
     @contextlib.asynccontextmanager
     async def _budgeted(self, model: str, prompt: str, max_output: int, answers: int = 1):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -30,10 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from gligabao.chunk import ChunkSettings, cut, get_tokenizer
+from gligabao.chunk import ChunkSettings, get_tokenizer
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError, UsageError
-from gligabao.inputs import Source, shown_name
+from gligabao.formats import cut_source, said_when
+from gligabao.inputs import Source
 from gligabao.llm import (
     EMBED_STAGE,
     LLMError,
@@ -42,6 +42,7 @@ from gligabao.llm import (
     resolve_request,
     summarize_chunk_request,
 )
+from gligabao.llm.split import combine
 from gligabao.pipeline import diff
 from gligabao.pipeline.calls import Budget, Calls, Spend
 from gligabao.pipeline.resolve import (
@@ -53,7 +54,7 @@ from gligabao.pipeline.resolve import (
     split_items,
 )
 from gligabao.pipeline.write import Piece, Writer, Written, pause
-from gligabao.store import artifacts, claims, datasets, graph, inferences, versions
+from gligabao.store import artifacts, claims, datasets, graph, inferences, vectors, versions
 from gligabao.store.db import now_iso, query, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -68,6 +69,16 @@ OFFLINE_NOTICE = (
 )
 OFFLINE_CHUNKS_PER_TRANSACTION = 500  # a 1 MiB text cut small is ~15,000 chunks
 PENDING = "pending"  # stored as offline because the endpoint could not be reached
+# The stages a user chooses (config `stages`, --stages); contextualize stays on `contextual`.
+CHOOSABLE_STAGES = ("graph", "summaries", "embed")
+EMBED_ONLY = ("embed",)
+# What a run without the graph and summaries leaves pending on each chunk, for a later run.
+EMBED_ONLY_LEFT = ("extract_graph", "summarize_chunk")
+EMBED_ONLY_NOTICE = (
+    "only an embeddings endpoint is configured: chunks are stored and embedded, the graph "
+    "and summaries left to do; configure [llm] and run the same command again for them"
+)
+EMBED_BATCH = 64  # chunk texts per embeddings request in an embed-only run
 CLAIM_POLL_S = 0.25  # how often a run waiting on another's claim looks again
 
 
@@ -99,6 +110,8 @@ class Options:
     reference_time: str | None = None
     trace: bool = False
     force: bool = False  # remember again even when the same text is already stored whole
+    stages: tuple[str, ...] | None = None  # None: config `stages` (see parse_stages)
+    all_branches: bool = False  # a chat export's other branches too, each a document
     # Told, as it happens, what a user waiting on the run should know (a wait on another run).
     on_notice: Callable[[str], None] | None = field(default=None, compare=False)
     # Told each step of each input as it happens (source name, step, its data): a batch's
@@ -155,6 +168,25 @@ async def remember_async(
     return await _Run(conn, source, config, llm, options, budget, spend).run()
 
 
+def parse_stages(text: str, where: str = "stages") -> tuple[str, ...]:
+    """The stages named in a comma-separated list, in their canonical order; only all of
+    them or `embed` alone can be run today (summaries need the chat endpoint the graph does)."""
+    named = [s.strip() for s in text.split(",") if s.strip()]
+    unknown = [s for s in named if s not in CHOOSABLE_STAGES]
+    if unknown or not named:
+        raise UsageError(
+            f"{where}: unknown stage {', '.join(unknown) or '(none given)'}; "
+            f"valid stages: {', '.join(CHOOSABLE_STAGES)} (comma-separated)"
+        )
+    stages = tuple(s for s in CHOOSABLE_STAGES if s in named)
+    if stages not in (CHOOSABLE_STAGES, EMBED_ONLY):
+        raise UsageError(
+            f"{where}: {','.join(stages)} cannot be run yet; choose "
+            f"{','.join(CHOOSABLE_STAGES)} (all) or embed (vectors only, no chat calls)"
+        )
+    return stages
+
+
 def require_embeddings(llm: LLM) -> None:
     """Refuse an endpoint for chat with none for embeddings (`embeddings.api_key_env` names
     a variable that is not set): the graph would be paid for and stored without vectors."""
@@ -187,9 +219,7 @@ class _Run:
         self.calls = Calls(conn, llm, self.dataset.id, budget, spend)
         self.settings = config.chunk_settings()
         # Versions of a file are matched by where it lives, whatever the working folder.
-        self.stored_source = (
-            "-" if source.path is None else shown_name(os.path.abspath(source.name))
-        )
+        self.stored_source = source.stored_source()
         self.embedding: dict[int, asyncio.Future[None]] = {}  # started as extractions land
         # A changed file: the version it replaces, the chunks taken over from it (new
         # index -> its stored row), how many were extracted anew, and the facts expired.
@@ -197,6 +227,7 @@ class _Run:
         self.reused: dict[int, Any] = {}
         self.extracted = 0
         self.expired = 0
+        self.notices: list[str] = []
 
     def step(self, name: str, message: str, **data: Any) -> None:
         if self.options.on_step is not None:
@@ -291,19 +322,24 @@ class _Run:
         if document is not None and document["settings"]:
             # Completing a document: cut it exactly as its first run did.
             self.settings = _stored_settings(document)
-        result = cut(
-            self.source.text, self.settings, self.source.name if self.source.path else None
-        )
+        result = cut_source(self.source, self.settings)
         n = len(result.chunks)
         self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
         pieces = [Piece(c.index, c.text, c) for c in result.chunks] or [
             Piece(0, self.source.text, None)
         ]
         todo = [p for p in pieces if p.chunk is None or _needs_work(stored.get(p.index))]
+        for piece in todo:
+            row = stored.get(piece.index) if piece.chunk is not None else document
+            left = artifacts.pending_stages(row) if row is not None else []
+            piece.chunk_embedded = bool(left) and EMBED_STAGE not in left
         self.reused = self._diff(document, result, todo)
         fetch = [p for p in todo if p.index not in self.reused]
-        if not self.llm.available:
+        stages = self._stages()
+        if not self.llm.available and not (stages == EMBED_ONLY and self.llm.embeddings_available):
             return self._offline(document, result, pieces, stored, OFFLINE_NOTICE, "offline")
+        if stages == EMBED_ONLY:
+            return await self._embed_only(document, result, pieces, stored)
         # Before any call: a dataset embedded with another model is refused for free.
         datasets.set_embedding(
             self.conn,
@@ -327,6 +363,66 @@ class _Run:
             return self._offline(self._find(), result, pieces, stored, notice, PENDING)
         async with _store_turn(self.dataset.id):
             return await self._store(document, result, todo, n)
+
+    def _stages(self) -> tuple[str, ...]:
+        """The stages this run does: --stages, else config `stages`; with only an
+        embeddings endpoint configured and none named, embeddings alone (with a notice)."""
+        if self.options.stages is not None:
+            return self.options.stages
+        stages = parse_stages(self.config["stages"], "config stages")
+        if not self.llm.available and self.llm.embeddings_available:
+            self.notices.append(EMBED_ONLY_NOTICE)
+            return EMBED_ONLY
+        return stages
+
+    async def _embed_only(self, document, result, pieces: list[Piece], stored) -> Outcome:
+        """Store the text and its chunks, embed the chunks not embedded yet, and leave the
+        graph and summaries pending for a run with a chat endpoint: search without a graph,
+        paying for embeddings only. Asked before anything is stored: all or nothing."""
+        datasets.set_embedding(
+            self.conn,
+            self.dataset.id,
+            self.config["embeddings.model"],
+            self.config["embeddings.dimensions"],
+        )
+        wanted = [
+            p
+            for p in pieces
+            if p.index not in self.reused
+            and (
+                p.index not in stored
+                or EMBED_STAGE in artifacts.pending_stages(stored[p.index])
+                or p.chunk is None  # an unchunked text: its document's pending says
+            )
+        ]
+        if document is not None and not result.chunks:
+            wanted = [p for p in wanted if EMBED_STAGE in artifacts.pending_stages(document)]
+        texts = [artifacts.embedded_text(p.text, p.embedding_context) for p in wanted]
+        got: list[Any] = []
+        for start in range(0, len(texts), EMBED_BATCH):
+            got += await self.calls.embed(texts[start : start + EMBED_BATCH])
+        self.step("embed", f"{len(texts)} chunk texts, no chat calls", texts=len(texts))
+        outcome = self._offline(document, result, pieces, stored, "", "embedded")
+        outcome.notices.clear()
+        document = artifacts.get_artifact(self.conn, outcome.response["artifact_id"])
+        by_index = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
+        with transaction(self.conn):
+            rows = []
+            for piece, vecs in zip(wanted, got, strict=True):
+                if piece.chunk is None:
+                    rows += vectors.chunk_rows(document["id"], document["id"], 0, vecs)
+                    continue
+                row = by_index[piece.index]
+                rows += vectors.chunk_rows(row["id"], document["id"], piece.index, vecs)
+                artifacts.set_pending(self.conn, row["id"], EMBED_ONLY_LEFT)
+            if rows:
+                vectors.upsert_vectors(self.conn, self.dataset.id, "chunks", rows)
+            artifacts.set_pending(self.conn, document["id"], EMBED_ONLY_LEFT)
+        document = artifacts.get_artifact(self.conn, document["id"])
+        outcome = self._outcome(document, [], "embedded")
+        outcome.response["embedded_chunks"] = len(rows)
+        outcome.notices += self.notices
+        return outcome
 
     def _diff(self, document, result, todo: list[Piece]) -> dict[int, Any]:
         """The pieces to do that are chunks the file's previous version stored whole (by
@@ -444,7 +540,9 @@ class _Run:
                 raise FetchFailed(self.source.name, where, str(exc)) from exc
 
         async def extract(piece: Piece) -> None:
-            asked = await ask(piece, extract_graph_request(piece.text, reference))
+            # A chat chunk's relative dates count from its first message's time.
+            said_at = said_when(piece.chunk) or reference
+            asked = await ask(piece, extract_graph_request(piece.text, said_at))
             piece.extraction = got = Extraction.from_answer(asked.value)
             unreadable = (
                 f", {got.unreadable_dates} dates unreadable (stored unknown)"
@@ -598,13 +696,22 @@ class _Run:
             keys.append(f"edge:{j}")
             texts.append(edge.fact)
         if piece.chunk is not None:
-            keys += ["chunk", "summary"]
-            texts += [
-                artifacts.embedded_text(piece.text, piece.embedding_context),
-                piece.summary or "",
-            ]
-        vectors = await self.calls.embed(texts)
-        piece.vectors = dict(zip(keys, vectors, strict=True))
+            keys.append("summary")
+            texts.append(piece.summary or "")
+        if not piece.chunk_embedded:  # else stored by an embed-only run: not asked again
+            keys.append("chunk")
+            # A document too short to be chunked is searched by its own vector.
+            texts.append(
+                artifacts.embedded_text(piece.text, piece.embedding_context)
+                if piece.chunk is not None
+                else piece.text
+            )
+        answered = dict(zip(keys, await self.calls.embed(texts), strict=True)) if texts else {}
+        # The chunk keeps a vector per piece the server read (small-to-big retrieval:
+        # README, "Search"); everything else one vector, the mean of its pieces'.
+        piece.vectors = {key: combine(vecs) for key, vecs in answered.items()}
+        if "chunk" in answered:
+            piece.vectors["chunk"] = answered["chunk"]
 
     def _store_parent(self, result, pending) -> dict[str, Any]:
         options = self.options
@@ -613,7 +720,8 @@ class _Run:
             dataset_id=self.dataset.id,
             text=self.source.text,
             kind=options.kind,
-            session_id=options.session,
+            session_id=options.session or self.source.session,
+            locations=self.source.locations(),
             valid_at=self.valid_at,
             reference_time=self.reference,
             source=self.stored_source,
@@ -661,6 +769,9 @@ class _Run:
                 "chunks_extracted": self.extracted,
                 "facts_expired": self.expired,
             }
+        if left := artifacts.pending_stages(document):
+            # What a later run (with the stages on) still has to do: the stored stage names.
+            response["stages_left"] = left
         if self.options.trace:
             response["trajectory"] = self.trajectory
         return Outcome(response, status, self.calls.spend, self.trajectory)
@@ -712,6 +823,8 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
         "edges": list(edges.values()),
         "invalidated_edges": invalidated,
     }
+    if document.get("locations"):  # a PDF's pages, a conversation's messages
+        response["locations"] = artifacts.locations_of(document)
     if document["chunk_count"]:
         chunks = []
         for row in chunk_rows:
@@ -724,6 +837,8 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
                     "overlap_tokens": row["overlap_tokens"],
                     "start_offset": row["start_offset"],
                     "end_offset": row["end_offset"],
+                    # A PDF's pages, a conversation's messages; plain text has none.
+                    **({"locations": where} if (where := artifacts.locations_of(row)) else {}),
                     "entities": len(w.entities) if w else row["entity_links"],
                     "edges": len(w.edges) if w else row["edge_links"],
                     "summary": _summary_view(row),
@@ -754,6 +869,7 @@ def _stored_settings(document: dict[str, Any]) -> ChunkSettings:
         overlap_percent=recorded["overlap_percent"],
         mode=document["mode"] or recorded["mode"],
         tokenizer=get_tokenizer(recorded["tokenizer"]),
+        chat_window=recorded.get("chat_window", "multi"),
     )
 
 

@@ -22,7 +22,8 @@ from typing import Any
 
 import apsw
 
-from gligabao.chunk import ChunkSettings, Cut, cut
+from gligabao.chunk import ChunkSettings, Cut
+from gligabao.formats import cut_source
 from gligabao.inputs import Source, shown_name
 from gligabao.pipeline import diff
 from gligabao.store import artifacts, datasets, versions
@@ -50,24 +51,24 @@ def sync_status(
 ) -> SyncStatus:
     document = remembered_document(conn, source, dataset_id)
     if document is None:
-        return SyncStatus(source.name, NOT_REMEMBERED, None, "no document from this path")
+        return SyncStatus(source.label, NOT_REMEMBERED, None, "no document from this path")
     doc_id = document["id"]
     if document["content_sha256"] != source.sha256:
-        return SyncStatus(source.name, CHANGED, doc_id, _changed(conn, document, source, settings))
+        return SyncStatus(source.label, CHANGED, doc_id, _changed(conn, document, source, settings))
     if document["status"] != "complete" or artifacts.pending_stages(document):
         stages = " ".join(artifacts.pending_stages(document)) or "chunks"
-        return SyncStatus(source.name, INCOMPLETE, doc_id, f"still to do: {stages}")
+        return SyncStatus(source.label, INCOMPLETE, doc_id, f"still to do: {stages}")
     stored = _stored_layout(conn, doc_id)
-    current = _layout(cut(source.text, settings, source.name))
+    current = _layout(cut_source(source, settings))
     if stored != current:
         return SyncStatus(
-            source.name,
+            source.label,
             SETTINGS_CHANGED,
             doc_id,
             f"stored {len(stored)} chunks; the current settings cut {len(current)}",
         )
     return SyncStatus(
-        source.name, IN_SYNC, doc_id, f"{len(stored)} chunks" if stored else "not chunked"
+        source.label, IN_SYNC, doc_id, f"{len(stored)} chunks" if stored else "not chunked"
     )
 
 
@@ -77,7 +78,7 @@ def _changed(
     """What remembering a changed file would cost: its chunks that are not stored ones
     (issue 17: only those are extracted again)."""
     said = "the file's content differs"
-    result = cut(source.text, settings, source.name)
+    result = cut_source(source, settings)
     if not result.chunks or not document["chunk_count"] or document["status"] != "complete":
         return said
     rows, reusable = versions.reusable_chunks(conn, document["dataset_id"], document["id"])
@@ -127,7 +128,7 @@ def remembered_document(
     """The latest, not superseded document remembered from this file (never stdin)."""
     if dataset_id is None or source.path is None:
         return None
-    return artifacts.find_by_source(conn, dataset_id, shown_name(os.path.abspath(source.name)))
+    return artifacts.find_by_source(conn, dataset_id, source.stored_source())
 
 
 def _layout(result: Cut) -> list[dict[str, Any]]:

@@ -63,7 +63,11 @@ class Piece:
     situating: str | None = None  # Contextual Retrieval's context, when asked for (X1)
     situating_inference: int | None = None
     plan: Plan | None = None
-    vectors: dict[str, Float32] = field(default_factory=dict)  # float32, as stored
+    # Its chunk vectors are stored already (an embed-only run): completing it embeds only
+    # the new texts (entities, edges, summary), not the chunk again.
+    chunk_embedded: bool = False
+    # float32, as stored: one a key, but "chunk" has a list, one a piece of its text.
+    vectors: dict[str, Float32 | list[Float32]] = field(default_factory=dict)
 
     @property
     def embedding_context(self) -> str:
@@ -268,12 +272,16 @@ class Writer:
             rows["entities"].append(vectors.entity_row(entity_id, got[f"entity:{i}"]))
         for j, edge_id in new_edges:
             rows["edges"].append(vectors.edge_row(edge_id, got[f"edge:{j}"]))
+        doc_id = self.document["id"]
         if piece.chunk is not None:
-            doc_id, index = self.document["id"], piece.chunk.index
-            rows["chunks"].append(vectors.chunk_row(artifact_id, doc_id, index, got["chunk"]))
+            index = piece.chunk.index
+            if "chunk" in got:  # else kept from an embed-only run
+                rows["chunks"] += vectors.chunk_rows(artifact_id, doc_id, index, got["chunk"])
             rows["summaries"].append(
                 vectors.summary_row(summary_id, artifact_id, doc_id, index, got["summary"])
             )
+        elif "chunk" in got:  # a document too short to chunk: its own vector
+            rows["chunks"] += vectors.chunk_rows(doc_id, doc_id, 0, got["chunk"])
         for index, index_rows in rows.items():
             if index_rows:
                 vectors.upsert_vectors(self.conn, self.dataset_id, index, index_rows)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import apsw
@@ -34,6 +34,7 @@ __all__ = [
     "ForgetReport",
     "add_pending",
     "artifact_place",
+    "chunks_with_role",
     "document_state",
     "documents_under",
     "embedded_text",
@@ -50,6 +51,7 @@ __all__ = [
     "insert_document",
     "insert_summary",
     "list_documents",
+    "locations_of",
     "pending_documents",
     "pending_stages",
     "remove_pending",
@@ -98,7 +100,43 @@ def insert_cut_chunk(
         context=chunk.context or None,
         pending=pending,
         index_text=index_text,
+        locations=getattr(chunk, "locations", None),
     )
+
+
+def _set_locations(
+    conn: apsw.Connection, artifact_id: int, locations: Mapping[str, Any] | None
+) -> None:
+    # Only where there are some: plain text stores as it did before schema 5.
+    if locations:
+        conn.execute(
+            "UPDATE gb_artifacts SET locations = ? WHERE id = ?",
+            (json.dumps(locations, sort_keys=True), artifact_id),
+        )
+
+
+def locations_of(artifact: Mapping[str, Any]) -> dict[str, Any]:
+    """An artifact row's stored locations (`gligabao.formats.describe`), ``{}`` for none."""
+    stored = artifact.get("locations")
+    if isinstance(stored, dict):  # read back already
+        return stored
+    return json.loads(stored) if stored else {}
+
+
+def chunks_with_role(conn: apsw.Connection, dataset_id: int, role: str) -> list[int]:
+    """The ids of the current chunks of a dataset that hold a message by ``role`` (a
+    chat export's), for `gb search --role`: a hit is kept if its chunk is one."""
+    rows = _rows(
+        conn,
+        """SELECT c.id FROM gb_artifacts c JOIN gb_artifacts d ON d.id = c.parent_id
+           WHERE c.dataset_id = ? AND c.chunk_index IS NOT NULL AND d.superseded_by IS NULL
+             AND c.locations IS NOT NULL
+             AND EXISTS (SELECT 1 FROM json_each(c.locations, '$.messages.roles') r
+                         WHERE r.value = ?)
+           ORDER BY c.id""",
+        (dataset_id, role),
+    )
+    return [r["id"] for r in rows]
 
 
 def embedded_text(text: str, context: str | None) -> str:
@@ -179,6 +217,7 @@ def insert_document(
     series_id: str | None = None,
     context: str | None = None,
     index_text: bool | None = None,
+    locations: Mapping[str, Any] | None = None,
 ) -> int:
     """Store a document (a parent artifact); returns its id.
 
@@ -220,6 +259,7 @@ def insert_document(
             ),
         )
         doc_id = conn.last_insert_rowid()
+        _set_locations(conn, doc_id, locations)
         if index_text if index_text is not None else not chunk_count:
             index_artifact_text(conn, doc_id, embedded_text(text, context), kind, dataset_id)
     return doc_id
@@ -240,8 +280,11 @@ def insert_chunk(
     context: str | None = None,
     pending: Iterable[str] | str = (),
     index_text: bool = True,
+    locations: Mapping[str, Any] | None = None,
 ) -> int:
-    """Store chunk `chunk_index` of a document, keyword-indexed as embedded_text()."""
+    """Store chunk `chunk_index` of a document, keyword-indexed as embedded_text();
+    ``locations`` (a PDF's pages, a chat's messages) in the ``locations`` column only,
+    never in the indexed text."""
     with transaction(conn):
         doc = _require(conn, document_id)
         if doc["parent_id"] is not None:
@@ -273,6 +316,7 @@ def insert_chunk(
             ),
         )
         chunk_id = conn.last_insert_rowid()
+        _set_locations(conn, chunk_id, locations)
         if index_text:
             fts = embedded_text(text, context)
             index_artifact_text(conn, chunk_id, fts, doc["kind"], doc["dataset_id"])
@@ -401,6 +445,8 @@ def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
     for chunk in chunks:
         chunk["summary"] = summaries.get(chunk["id"])
         chunk["situating_context"] = contexts.get(chunk["id"])
+        chunk["locations"] = locations_of(chunk) or None
+    doc["locations"] = locations_of(doc) or None
     doc["chunks"] = chunks
     doc["summary"] = summaries.get(artifact_id)
     if doc["parent_id"] is None:
@@ -478,9 +524,11 @@ def get_chunk(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
     view.pop("chunks")  # a chunk's children are its summary and context, not chunks
     document = _require(conn, place["document_id"])
     view["place"] = place
+    located = locations_of(document)
     view["document"] = {
         "id": document["id"],
         "source": document["source"],
+        **({"locations": located} if located else {}),  # a PDF's, a chat's: else none
         "state": document_state(document, _chunks_pending(conn, document["id"])),
     }
     view["line_start"], view["line_end"] = _line_span(
@@ -647,6 +695,17 @@ def search_artifacts_fts(
             ORDER BY rank LIMIT :n""",
         {"m": match, "d": dataset_id, "s": session, "n": limit},
     )
+
+
+def summary_ids(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, int]:
+    """summary id -> its chunk, for the chunks given that have a summary."""
+    rows = _rows(
+        conn,
+        """SELECT id, parent_id FROM gb_artifacts WHERE kind = 'chunk_summary'
+           AND parent_id IN (SELECT value FROM json_each(?))""",
+        (json.dumps(list(chunk_ids)),),
+    )
+    return {r["id"]: r["parent_id"] for r in rows}
 
 
 def session_documents(conn: apsw.Connection, dataset_id: int, session: str) -> list[int]:

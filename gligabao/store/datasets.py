@@ -6,6 +6,7 @@ distance meaningless, so a different one is refused rather than silently stored.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     "get_or_create_dataset",
     "list_datasets",
     "set_embedding",
+    "set_search_settings",
 ]
 
 
@@ -33,15 +35,29 @@ class Dataset:
     embedding_model: str | None
     embedding_dimensions: int | None
     created_at: str
+    # What `gb eval --tune` learnt for this dataset's search (search.Fusion's fields).
+    search_settings: dict[str, Any] | None = None
 
 
 def _dataset(row: dict[str, Any]) -> Dataset:
+    learnt = row.get("search_settings")
     return Dataset(
         id=row["id"],
         name=row["name"],
         embedding_model=row["embedding_model"],
         embedding_dimensions=row["embedding_dimensions"],
         created_at=row["created_at"],
+        search_settings=json.loads(learnt) if learnt else None,
+    )
+
+
+def set_search_settings(
+    conn: apsw.Connection, dataset_id: int, settings: dict[str, Any] | None
+) -> None:
+    """Store (None: forget) the search settings learnt for a dataset."""
+    conn.execute(
+        "UPDATE gb_datasets SET search_settings = ? WHERE id = ?",
+        (None if settings is None else json.dumps(settings, sort_keys=True), dataset_id),
     )
 
 

@@ -173,7 +173,7 @@ def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, A
         conn,
         """SELECT l.edge_id, l.artifact_id AS chunk_id, l.quote, l.exact,
                   l.start_offset AS quote_start, l.end_offset AS quote_end,
-                  coalesce(a.parent_id, a.id) AS document_id, d.source,
+                  coalesce(a.parent_id, a.id) AS document_id, d.source, a.locations,
                   coalesce(a.start_offset, 0) AS chunk_start,
                   coalesce(a.end_offset, length(CAST(a.text AS BLOB))) AS chunk_end
            FROM gb_edge_artifacts l

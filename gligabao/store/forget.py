@@ -95,8 +95,9 @@ def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
             ids_json,
         )
         fts_rows = _count(conn, f"SELECT count(*) FROM gb_fts_artifacts WHERE rowid IN {_IN}", ids)
-        removed_vectors = vectors.delete_vectors(
-            conn, ds, "chunks", [vectors.vector_id("chunks", i) for i in chunks]
+        # The document's own vector, when it was too short to chunk, is in the chunks index.
+        removed_vectors = vectors.delete_artifact_vectors(
+            conn, ds, "chunks", [artifact_id, *chunks]
         ) + vectors.delete_vectors(
             conn, ds, "summaries", [vectors.vector_id("summaries", i) for i in summaries]
         )

@@ -239,7 +239,15 @@ ALTER TABLE gb_inferences ADD COLUMN
 CREATE INDEX gb_inferences_document ON gb_inferences(document_id);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4]
+# Where each chunk comes from in a file that is not plain text (a PDF's pages, a chat's
+# messages: JSON, see formats/), and the search settings learnt for a dataset from its
+# own gold queries (gb eval --tune: JSON, see search.Fusion).
+_V5 = """
+ALTER TABLE gb_artifacts ADD COLUMN locations TEXT;
+ALTER TABLE gb_datasets ADD COLUMN search_settings TEXT;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

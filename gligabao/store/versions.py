@@ -61,8 +61,8 @@ def reusable_chunks(
 ) -> tuple[list[dict[str, Any]], set[int]]:
     """A document's chunk rows in index order (with `summary_id`, `summary_text`,
     `summary_inference`, `situating`, `situating_inference`, and the blobs
-    `chunk_vector` and `summary_vector`), and the ids of those that can be reused whole:
-    every stage done, a summary, and both vectors stored."""
+    `chunk_vectors`, one a piece, and `summary_vector`), and the ids of those that can be
+    reused whole: every stage done, a summary, and both vectors stored."""
     rows = query(
         conn,
         """SELECT c.*, s.id AS summary_id, s.text AS summary_text,
@@ -80,23 +80,15 @@ def reusable_chunks(
     has_vectors = vectors.has_vector_tables(conn, dataset_id)
     reusable = set()
     for row in rows:
-        row["chunk_vector"] = row["summary_vector"] = None
+        row["chunk_vectors"], row["summary_vector"] = [], None
         if row["pending"] or row["summary_id"] is None or not has_vectors:
             continue
-        row["chunk_vector"] = _vector(conn, dataset_id, "chunks", row["id"])
-        row["summary_vector"] = _vector(conn, dataset_id, "summaries", row["summary_id"])
-        if row["chunk_vector"] is not None and row["summary_vector"] is not None:
+        row["chunk_vectors"] = vectors.artifact_vectors(conn, dataset_id, "chunks", row["id"])
+        summary = vectors.artifact_vectors(conn, dataset_id, "summaries", row["summary_id"])
+        row["summary_vector"] = summary[0] if summary else None
+        if row["chunk_vectors"] and row["summary_vector"] is not None:
             reusable.add(row["id"])
     return rows, reusable
-
-
-def _vector(conn: apsw.Connection, dataset_id: int, index: str, row_id: int) -> bytes | None:
-    found = query_one(
-        conn,
-        f'SELECT embedding FROM "{vectors.table_name(dataset_id, index)}" WHERE vector_id = ?',
-        (vectors.vector_id(index, row_id),),
-    )
-    return None if found is None else bytes(found["embedding"])
 
 
 def copy_chunk(
@@ -152,7 +144,7 @@ def copy_chunk(
             conn,
             dataset_id,
             "chunks",
-            [vectors.chunk_row(chunk_id, doc_id, index, old["chunk_vector"])],
+            vectors.chunk_rows(chunk_id, doc_id, index, old["chunk_vectors"]),
         )
         vectors.upsert_vectors(
             conn,
