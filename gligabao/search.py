@@ -7,13 +7,13 @@ keyword and by their own vector). A summary or a piece stands for its chunk: all
 entry, scored per method by the best of them. Documents superseded by a newer version of
 the same source are left out.
 
-Fusion is convex by default: each method's scores over its `depth` candidates are
-normalised by their distribution (mean ± 3 standard deviations mapped to 0..1, clipped),
-and an entry scores w * vector + (1 - w) * bm25, a method that did not find it giving
-0. Unlike reciprocal rank fusion (sum 1 / (rrf_k + rank), `search.fusion = "rrf"`), which
-gives a weak retriever the same vote as a strong one, a low `w` lets vectors reorder
-what BM25 ranks close and lift what it misses, without outvoting a clear keyword match
-(README, "Search", has the measurements). `gb eval --tune` learns w per dataset.
+Fusion is convex by default: every candidate (each method's best `depth`) is scored by
+both methods (_score_the_rest), each method's scores are normalised by their
+distribution (mean ± 3 standard deviations mapped to 0..1, clipped), and an entry scores
+w * vector + (1 - w) * bm25. Unlike reciprocal rank fusion (sum 1 / (rrf_k + rank),
+`search.fusion = "rrf"`), which gives a weak retriever the same vote as a strong one,
+the scores keep how clearly each method prefers a candidate. The README ("Searching, and
+measuring retrieval") has the measurements; `gb eval --tune` learns w per dataset.
 """
 
 from __future__ import annotations

@@ -19,6 +19,10 @@ def _hits(gb_cli, *args: str) -> list[dict]:
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
+def hybrid_first(gb_cli, query: str) -> int:
+    return _hits(gb_cli, "-k", "1", query)[0]["artifact_id"]
+
+
 def test_a_short_document_is_found_by_vector_search(gb_cli, online, corpus) -> None:
     Path("heron.txt").write_text(NOTE)
     gb(gb_cli, "remember", *corpus, "heron.txt", "--quiet")
@@ -40,10 +44,6 @@ def test_a_short_document_is_found_by_vector_search(gb_cli, online, corpus) -> N
     assert assert_indexes_complete(gb_cli)["chunks"] == held["chunks"] - 1
     hits = _hits(gb_cli, "--method", "vector", "-k", "3", "heron riverbank dawn waits")
     assert doc_id not in {h["artifact_id"] for h in hits}
-
-
-def hybrid_first(gb_cli, query: str) -> int:
-    return _hits(gb_cli, "-k", "1", query)[0]["artifact_id"]
 
 
 def test_a_chunk_larger_than_the_model_reads_is_embedded_as_pieces(

@@ -74,9 +74,10 @@ def search_command(
 
     Search the chunks and summaries of a dataset by keywords and by meaning.
 
-    Each hit shows path:LINE-LINE, its section, its score (fused in hybrid search, the
-    BM25 score with --method bm25) and the few lines that best match the query, its
-    words highlighted; --full prints the whole chunk and its summary. Without vectors or
+    Each hit shows path:LINE-LINE (a PDF's pages, a chat's messages), its section, its
+    score (fused in hybrid search, the BM25 score with --method bm25, cosine similarity
+    with --method vector) and the few lines that best match the query, its words
+    highlighted; --full prints the whole chunk and its summary. Without vectors or
     an embeddings endpoint the search is by BM25 alone. With --rerank the chat model
     orders the best hits (their ranks show "rerank #N"); if it cannot, they stay in
     search order with a notice.

@@ -708,7 +708,7 @@ class _Run:
             )
         answered = dict(zip(keys, await self.calls.embed(texts), strict=True)) if texts else {}
         # The chunk keeps a vector per piece the server read (small-to-big retrieval:
-        # README, "Search"); everything else one vector, the mean of its pieces'.
+        # README, "Searching"); everything else one vector, the mean of its pieces'.
         piece.vectors = {key: combine(vecs) for key, vecs in answered.items()}
         if "chunk" in answered:
             piece.vectors["chunk"] = answered["chunk"]
