@@ -629,6 +629,35 @@ def sanity_check(
     return problems
 
 
+def paired_ratios(text: str, runs: int, methods: list[Method]) -> dict[str, float] | None:
+    """Issue 14's two ratios, each the median of per-round ratios: every round runs
+    split_text, cut(mode=text) and the floor one after another, so that on a busy machine
+    the three runs of a round see about the same load, which medians taken a method at a
+    time (minutes apart under a changing load) do not."""
+    by_name = {m.name: m.run for m in methods}
+    try:
+        split = by_name["ours: split_text"]
+        whole = by_name["cut(mode=text)"]
+        floor = by_name["floor: Estimator().count"]
+    except KeyError:
+        return None
+    rounds: list[tuple[float, float, float]] = []
+    for _ in range(runs):
+        times = []
+        for run in (split, whole, floor):
+            gc.collect()
+            t0 = time.perf_counter()
+            output = run(text)
+            times.append(time.perf_counter() - t0)
+            del output
+        rounds.append((times[0], times[1], times[2]))
+    return {
+        "rounds": runs,
+        "split_text_over_floor": statistics.median(s / f for s, _, f in rounds),
+        "cut_over_split_text": statistics.median(c / s for s, c, _ in rounds),
+    }
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -637,10 +666,15 @@ def _mbps(nbytes: int, seconds: float | None) -> float | None:
 
 
 def print_table(
-    corpus: Corpus, results: list[Result], problems: list[str], mode: str | None = None
+    corpus: Corpus,
+    results: list[Result],
+    problems: list[str],
+    mode: str | None = None,
+    paired: dict[str, float] | None = None,
 ) -> None:
     """One corpus's table; ``mode`` names a structure-aware table, whose "ours" row (and
-    so its ``x ours``) is that mode."""
+    so its ``x ours``) is that mode. ``paired`` (`paired_ratios`) gives issue 14's two
+    ratios; without it they are the ratios of the table's medians."""
     ours = next((r for r in results if r.name.startswith("ours")), None)
     floor = next((r for r in results if r.name.startswith("floor")), None)
     our_s = ours.seconds if ours else None
@@ -693,21 +727,22 @@ def print_table(
             "x ours = method time / our time (> 1: we are faster); "
             "max tok = largest chunk by Estimator().count"
         )
+    how = f"median of {paired['rounds']:.0f} paired rounds; " if paired else ""
     if our_s and floor and floor.seconds:
-        ratio = our_s / floor.seconds
+        ratio = paired["split_text_over_floor"] if paired else our_s / floor.seconds
         target = ""
         if not mode and corpus.name == "prose":
             target = f"; target <= {FLOOR_LIMIT}x: {'PASS' if ratio <= FLOOR_LIMIT else 'FAIL'}"
         print(
             f"ours vs floor: {ratio:.2f}x the time of one estimator pass "
-            f"({our_s:.4f} s vs {floor.seconds:.4f} s{target})"
+            f"({how}medians {our_s:.4f} s vs {floor.seconds:.4f} s{target})"
         )
     whole = next((r for r in results if r.name == "cut(mode=text)"), None)
     if our_s and whole and whole.seconds:
-        ratio = whole.seconds / our_s
+        ratio = paired["cut_over_split_text"] if paired else whole.seconds / our_s
         print(
-            f"cut(mode=text) vs split_text: {ratio:.2f}x ({whole.seconds:.4f} s vs "
-            f"{our_s:.4f} s; target <= {CUT_LIMIT}x: {'PASS' if ratio <= CUT_LIMIT else 'FAIL'})"
+            f"cut(mode=text) vs split_text: {ratio:.2f}x ({how}medians {whole.seconds:.4f} s "
+            f"vs {our_s:.4f} s; target <= {CUT_LIMIT}x: {'PASS' if ratio <= CUT_LIMIT else 'FAIL'})"
         )
     peers = [
         r
@@ -877,12 +912,11 @@ def main(argv: list[str] | None = None) -> int:
             problems = sanity_check(corpus.text, split_text, count)
         except Exception as exc:
             problems = [f"sanity check failed: {_short(exc)}"]
-        results = [
-            time_method(m, corpus.text, args.runs, count, log)
-            for m in build_methods(count, split_text, peers=not args.ours)
-        ]
+        methods = build_methods(count, split_text, peers=not args.ours)
+        results = [time_method(m, corpus.text, args.runs, count, log) for m in methods]
+        paired = paired_ratios(corpus.text, args.runs, methods)
         if not args.json:
-            print_table(corpus, results, problems)
+            print_table(corpus, results, problems, paired=paired)
         entry: dict = {
             "source": corpus.source,
             "bytes": corpus.nbytes,
@@ -891,6 +925,7 @@ def main(argv: list[str] | None = None) -> int:
             "passes": corpus.passes,
             "sanity_problems": problems,
             "methods": _json_rows(corpus, results),
+            "paired": paired,
         }
         mode = MODE_CORPORA.get(corpus.name)
         if mode:

@@ -303,14 +303,16 @@ def _bm25(
     depth: int,
     scores: dict[int, float] | None = None,
     session: str | None = None,
+    superseded: int = 0,
 ) -> list[int]:
     """The `depth` entries BM25 ranks best; `scores` is given the BM25 score (higher is
     better; FTS5's rank is its negative) of those and of the next ones, down to
-    _SCORED_ROWS * depth rows, for the fusion to weigh the vectors' candidates by too:
-    FTS5 ranks every matching row whatever the limit (400 rows cost 7.5 ms against 5.1
-    for 50 on the dev set), while asking for given rows' scores costs ~65 ms. An
+    _SCORED_ROWS * depth rows (and `superseded` more, see _superseded_rows), for the
+    fusion to weigh the vectors' candidates by too: FTS5 ranks every matching row
+    whatever the limit (400 rows cost 7.5 ms against 5.1 for 50 on the dev set), while
+    asking for given rows' scores costs ~65 ms. An
     entry's score is its best row's, when a chunk and its summary both match."""
-    limit = _SCORED_ROWS * depth + _superseded_rows(conn, dataset_id)
+    limit = _SCORED_ROWS * depth + superseded
     rows = search_artifacts_fts(conn, dataset_id, text, limit=limit, session=session)
     entries = _entry_of_each(conn, [r["artifact_id"] for r in rows])
     if scores is not None:
@@ -349,10 +351,11 @@ def _vector(
     exact: bool = False,
     session: str | None = None,
     scores: dict[int, float] | None = None,
+    superseded: int = 0,
 ) -> list[int]:
     """The entries nearest `vector`; `scores` is given each one's cosine similarity, its
-    nearest vector's (a piece, the chunk's summary)."""
-    k = depth + _superseded_rows(conn, dataset_id)
+    nearest vector's (a piece, the chunk's summary). `superseded` more are asked for."""
+    k = depth + superseded
     if vectors.has_pieces(conn, dataset_id):
         k *= _PIECES_PER_ENTRY
     k = min(_KNN_MAX, k)
@@ -514,24 +517,25 @@ def candidates(
     mapped(conn)
     rankings: dict[str, list[int]] = {}
     scores: dict[str, dict[int, float]] = {"bm25": {}, "vector": {}}
+    extra = _superseded_rows(conn, dataset.id)
     if method == "vector":
         assert query_vector is not None
         vector = query_vector() if callable(query_vector) else query_vector
         rankings["vector"] = _vector(
-            conn, dataset.id, vector, depth, exact, session, scores["vector"]
+            conn, dataset.id, vector, depth, exact, session, scores["vector"], extra
         )
     elif method == "bm25":
-        rankings["bm25"] = _bm25(conn, dataset.id, query, depth, scores["bm25"], session)
+        rankings["bm25"] = _bm25(conn, dataset.id, query, depth, scores["bm25"], session, extra)
     else:
         assert query_vector is not None
         side = VectorSide(
             conn,
             query_vector,
-            lambda c, v: _vector(c, dataset.id, v, depth, exact, session, scores["vector"]),
+            lambda c, v: _vector(c, dataset.id, v, depth, exact, session, scores["vector"], extra),
         )
         side.start()
         try:
-            rankings["bm25"] = _bm25(conn, dataset.id, query, depth, scores["bm25"], session)
+            rankings["bm25"] = _bm25(conn, dataset.id, query, depth, scores["bm25"], session, extra)
         except BaseException:
             side.join()  # done with the second connection before the error goes up
             raise

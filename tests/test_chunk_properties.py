@@ -117,6 +117,35 @@ def test_emoji_combining_marks_and_rtl(parts, chunk_size, overlap):
     assert_invariants(text, chunks, chunk_size, overlap)
 
 
+class _CountedEstimator:
+    """The estimator behind the plain tokenizer interface: the chunker then counts each
+    range it weighs, the way it does for any tokenizer, rather than adding up counts."""
+
+    name = "estimator, counted"
+    additive = True
+
+    def count(self, text: str) -> int:
+        return ESTIMATOR.count(text)
+
+
+# Sentences longer than a chunk (no full stop, no line break), packed word by word.
+long_sentences = st.lists(
+    st.tuples(words, st.sampled_from([" ", "  ", "\t", "\u3000 "])), min_size=1, max_size=300
+).map(lambda parts: "".join(w + s for w, s in parts))
+
+
+@PROPERTY
+@given(text=st.one_of(any_text, long_sentences), chunk_size=sizes, overlap=overlaps)
+def test_adding_up_counts_cuts_as_counting_each_range_does(text, chunk_size, overlap):
+    # The estimator's cut sums counts (a piece's words, an overlap's units) and cuts long
+    # words along its token marks; it must come out as counting every candidate range.
+    added = split_text(text, chunk_size=chunk_size, overlap_percent=overlap)
+    counted = split_text(
+        text, chunk_size=chunk_size, overlap_percent=overlap, tokenizer=_CountedEstimator()
+    )
+    assert added == counted
+
+
 def test_named_hard_cases_hold_the_invariants():
     rng_words = "Alpha beta gamma. Delta epsilon! Zeta eta theta? "
     cases = {

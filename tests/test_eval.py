@@ -267,15 +267,18 @@ def test_eval_without_an_endpoint_never_imports_the_openai_sdk(gb_process, onlin
     assert remembered.returncode == 0, remembered.stderr
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.delenv("OPENAI_API_KEY")
-    code = (
-        "import atexit, sys; from gligabao.cli import main; "
-        "atexit.register(lambda: print('openai' in sys.modules, file=sys.stderr)); "
-        f"sys.argv = ['gb', 'eval', {path!r}, '--json']; main()"
+    argv = ["gb", "eval", path, "--json"]
+    code = f"import sys; sys.argv = {argv!r}; from gligabao.cli import main; main()"
+    result = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert "no embeddings endpoint configured; vector and hybrid skipped" in result.stderr
-    assert result.stderr.strip().splitlines()[-1] == "False"
+    imported = [
+        line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines() if "|" in line
+    ]
+    assert "gligabao.evaluate" in imported  # the listing is there...
+    assert "openai" not in imported  # ...and the SDK is not in it
 
 
 def test_eval_and_search_give_the_same_reason_for_another_model(gb_cli, online, monkeypatch):

@@ -9,6 +9,9 @@ import json
 from pathlib import Path
 
 from gligabao.chunk import ESTIMATOR
+from gligabao.store import open_db, transaction, vectors
+from gligabao.store.datasets import get_or_create_dataset, set_embedding
+from gligabao.store.db import scalar
 from tests.helpers import assert_indexes_complete, count, gb, story, vec_stats
 
 NOTE = "The grey heron waits motionless by the riverbank at dawn.\n"
@@ -88,3 +91,35 @@ def test_a_chunk_larger_than_the_model_reads_is_embedded_as_pieces(
     gone = vec_stats(gb_cli)["chunks"]
     assert gone["orphans"] == 0 and gone["held"] == gone["should"] == after["held"] - chunks
     assert gone["vectors"] == after["vectors"] - stats["vectors"]
+
+
+def test_the_dataset_says_whether_its_chunks_have_pieces(tmp_path) -> None:
+    """Each vector search asks whether a dataset has pieces (to ask the KNN for more
+    vectors): gb_datasets.chunk_pieces answers, kept by the writes of chunk vectors; a
+    dataset from before it (NULL) is answered by probing the ids."""
+    conn = open_db(tmp_path / "gb.db")
+    ds = get_or_create_dataset(conn, "p")
+    set_embedding(conn, ds.id, "m", 4)
+
+    def flag() -> int | None:
+        return scalar(conn, "SELECT chunk_pieces FROM gb_datasets WHERE id = ?", (ds.id,))
+
+    whole = vectors.chunk_rows(1, 9, 0, [[1.0, 0.0, 0.0, 0.0]])
+    with transaction(conn):
+        vectors.upsert_vectors(conn, ds.id, "chunks", whole)
+    assert flag() == 0 and not vectors.has_pieces(conn, ds.id)
+
+    pieced = vectors.chunk_rows(2, 9, 1, [[0.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0]])
+    with transaction(conn):
+        vectors.upsert_vectors(conn, ds.id, "chunks", pieced)
+    assert flag() == 1 and vectors.has_pieces(conn, ds.id)
+
+    with transaction(conn):  # a later whole chunk does not unset it
+        vectors.upsert_vectors(conn, ds.id, "chunks", vectors.chunk_rows(3, 9, 2, [[0.5] * 4]))
+        conn.execute("UPDATE gb_datasets SET chunk_pieces = NULL")  # as before migration 6
+    assert flag() is None and vectors.has_pieces(conn, ds.id)  # probed: chunk-2.1 is there
+    with transaction(conn):
+        vectors.delete_artifact_vectors(conn, ds.id, "chunks", [2])
+        vectors.upsert_vectors(conn, ds.id, "chunks", vectors.chunk_rows(4, 9, 3, [[0.2] * 4]))
+    assert flag() == 0 and not vectors.has_pieces(conn, ds.id)  # probed once, then known
+    conn.close()

@@ -4,7 +4,6 @@ start-up is one line and its exit code, never a traceback (issue 12.7)."""
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -13,23 +12,26 @@ import pytest
 
 from gligabao.cli import COMMANDS, load
 
-_REPORT = (
-    "import atexit, json, sys; "
-    "atexit.register(lambda: print(json.dumps(sorted(sys.modules)), file=sys.stderr)); "
-    "sys.argv = ['gb', *{args!r}]; from gligabao.cli import main; main()"
-)
+# What the `gb` console script runs.
+_AS_GB = "import sys; sys.argv = ['gb', *{args!r}]; from gligabao.cli import main; main()"
 
 
 def _imported(*args: str) -> set[str]:
-    """The modules a `gb ARGS` process has imported when it exits."""
+    """The modules a `gb ARGS` process imports, as `python -X importtime` lists them on
+    stderr (gb ends its process without the interpreter's tear-down, so an atexit hook
+    would never run)."""
     proc = subprocess.run(
-        [sys.executable, "-c", _REPORT.format(args=list(args))],
+        [sys.executable, "-X", "importtime", "-c", _AS_GB.format(args=list(args))],
         capture_output=True,
         text=True,
         timeout=60,
     )
     assert proc.returncode == 0, proc.stderr
-    return set(json.loads(proc.stderr.strip().splitlines()[-1]))
+    return {
+        line.rsplit("|", 1)[1].strip()
+        for line in proc.stderr.splitlines()
+        if line.startswith("import time:") and not line.endswith("| imported package")
+    }
 
 
 def _top(modules: set[str]) -> set[str]:
@@ -121,3 +123,20 @@ def test_a_signal_while_an_error_is_said_is_its_line_and_code(tmp_path) -> None:
     )
     assert proc.returncode == 143, (proc.returncode, proc.stderr)
     assert proc.stderr.splitlines()[-1].startswith("gb: interrupted by SIGTERM"), proc.stderr
+
+
+def test_a_json_search_imports_neither_rich_nor_the_sdk(online, corpus) -> None:
+    """`gb search --json` is the command scripts run most: hybrid, its query embedded over
+    the standard library's HTTP, its hits printed as JSON lines. rich (~20 ms) is for a
+    terminal, the openai SDK (~0.45 s) for chat calls: neither is imported."""
+    stored = subprocess.run(
+        [sys.executable, "-m", "gligabao", "remember", *corpus, "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert stored.returncode == 0, stored.stderr
+    modules = _imported("search", "licence terms", "--json", "-k", "3")
+    assert "gligabao.llm.query" in modules  # the query was embedded: a hybrid search
+    assert not _top(modules) & {"rich", "openai", "httpx", "tomlkit"}
+    assert not {m for m in modules if m.startswith(("gligabao.pipeline", "gligabao.chunk.text"))}

@@ -8,9 +8,26 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from gligabao.chunk.text import Chunk, Splitter, overlap_budget, split_text, text_chunks
 from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, get_tokenizer
+
+if TYPE_CHECKING:
+    from gligabao.chunk.text import Chunk, overlap_budget, split_text
+
+# The cutter's names load on first use: the settings and the token counter are all that
+# most commands need of this package (gligabao.config reads MODES), and text.py's
+# patterns cost a `gb search` ~5 ms to compile.
+_FROM_TEXT = frozenset({"Chunk", "Splitter", "overlap_budget", "split_text"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _FROM_TEXT:
+        from gligabao.chunk import text
+
+        return getattr(text, name)
+    raise AttributeError(f"module 'gligabao.chunk' has no attribute {name!r}")
+
 
 # "chat" cuts a chat export in windows of messages (gligabao.formats, chunk/chat.py).
 MODES = ("auto", "text", "markdown", "code", "chat")
@@ -112,6 +129,8 @@ def mode_for(path: str | None, mode: str) -> str:
 def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
     """Chunk ``text`` if it is larger than ``settings.chunk_size`` tokens (SPEC C3), in
     the mode the settings (and, for ``auto``, the file name ``path``) call for."""
+    from gligabao.chunk.text import Splitter, text_chunks
+
     mode = mode_for(path, settings.mode)
     # One splitter both counts the text and cuts it: each token is counted once.
     splitter = Splitter(

@@ -13,6 +13,7 @@ import gzip
 import hashlib
 import os
 import re
+from functools import lru_cache
 from itertools import repeat
 from pathlib import Path
 from typing import Protocol, runtime_checkable
@@ -112,6 +113,11 @@ class SpanCounter(Protocol):
 
     def counts(self, starts: list[int], ends: list[int]) -> list[int]: ...
 
+    def pieces(self, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+        """A word ``start:end`` cut between tokens into pieces of ``limit`` tokens (the
+        last fewer), each as long as it can be; only for an exact counter."""
+        ...
+
 
 class _EstimatorSpans:
     """The estimator over any byte range of one text: one C-speed count per range.
@@ -133,6 +139,20 @@ class _EstimatorSpans:
         """The count of each range ``starts[i]:ends[i]``, in one C-level pass."""
         return list(map(self._marks.count, repeat(b"T"), starts, ends))
 
+    def pieces(self, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+        """Each piece runs up to the token start after its ``limit``-th token (what
+        costs nothing before a token goes with it), found by one C-speed match over the
+        marks rather than by counting up to each token's end."""
+        spans = map(re.Match.span, _piece(limit).finditer(self._marks, start, end))
+        return [span for span in spans if span[0] != span[1]]
+
+
+@lru_cache(maxsize=64)
+def _piece(limit: int) -> re.Pattern[bytes]:
+    """A piece of at most ``limit`` tokens in the marks: what costs nothing, then tokens
+    (the ``T`` that starts each and what follows up to the next)."""
+    return re.compile(rb"[^T]*(?:T[^T]*){0,%d}" % limit)
+
 
 class _TokenizerSpans:
     """Any tokenizer over byte ranges: decode the range and count it."""
@@ -148,6 +168,9 @@ class _TokenizerSpans:
 
     def counts(self, starts: list[int], ends: list[int]) -> list[int]:
         return list(map(self.count, starts, ends))
+
+    def pieces(self, start: int, end: int, limit: int) -> list[tuple[int, int]]:
+        raise NotImplementedError("pieces are cut by counting for an inexact counter")
 
 
 def span_counter(tokenizer: Tokenizer, data: bytes) -> SpanCounter:

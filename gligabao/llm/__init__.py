@@ -4,9 +4,10 @@ streamed answers (streaming) and embeddings inputs cut to what the server takes 
 one query's embedding without the SDK (query), answers (schema).
 
 Nothing here touches the database; each call returns an `Inference` for the pipeline to
-record, with the request's hash so a stored answer can be reused (SPEC R11). The client's
-names load on first use: importing the ``openai`` SDK takes ~0.45 s, which a command
-that makes no chat call (`gb search`, `gb list`) should not pay.
+record, with the request's hash so a stored answer can be reused (SPEC R11). The names
+of the client, the prompts and the schemas load on first use: importing the ``openai``
+SDK takes ~0.45 s, which a command that makes no chat call (`gb search`, `gb list`)
+should not pay.
 """
 
 from __future__ import annotations
@@ -15,20 +16,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from gligabao.llm.endpoint import EMBED_STAGE, Flight, LLMError, scrub
-from gligabao.llm.prompts import (
-    ChatRequest,
-    check_answer,
-    contextualize_chunk_request,
-    extract_graph_request,
-    resolve_request,
-    summarize_chunk_request,
-)
-from gligabao.llm.schema import SchemaMismatch, load_answer, parse_lenient, validate
 
 if TYPE_CHECKING:
     from gligabao.llm.client import LLM, Answer, Embeddings, Inference
+    from gligabao.llm.prompts import (
+        ChatRequest,
+        check_answer,
+        contextualize_chunk_request,
+        extract_graph_request,
+        resolve_request,
+        summarize_chunk_request,
+    )
+    from gligabao.llm.schema import SchemaMismatch, load_answer, parse_lenient, validate
 
-_FROM_CLIENT = frozenset({"LLM", "Answer", "Embeddings", "Inference"})
+# Names loaded on first use, by module: `gb search` embeds its query with endpoint and
+# query alone, and needs neither the stage prompts nor the schemas (~3 ms of regexes).
+_LAZY = {
+    **dict.fromkeys(("LLM", "Answer", "Embeddings", "Inference"), "client"),
+    **dict.fromkeys(
+        (
+            "ChatRequest",
+            "check_answer",
+            "contextualize_chunk_request",
+            "extract_graph_request",
+            "resolve_request",
+            "summarize_chunk_request",
+        ),
+        "prompts",
+    ),
+    **dict.fromkeys(("SchemaMismatch", "load_answer", "parse_lenient", "validate"), "schema"),
+}
 
 __all__ = [
     "EMBED_STAGE",
@@ -53,6 +70,6 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _FROM_CLIENT:
-        return getattr(importlib.import_module("gligabao.llm.client"), name)
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"gligabao.llm.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'gligabao.llm' has no attribute {name!r}")

@@ -8,22 +8,13 @@ of every LLM call, FTS5 keyword indexes and sqlite-vec vector indexes (SPEC S1-S
 
 Nothing here calls the network. Table rows come back as dicts keyed by column name;
 computed results are small frozen dataclasses.
+
+The submodules are imported where they are used (`from gligabao.store import graph`
+imports graph.py then), so a command loads the parts of the store it needs only.
 """
 
 from __future__ import annotations
 
-from gligabao.store import (
-    artifacts,
-    datasets,
-    db,
-    forget,
-    fts,
-    graph,
-    inferences,
-    migrations,
-    stats,
-    vectors,
-)
 from gligabao.store.db import Connection, integrity_problems, open_db, transaction
 from gligabao.store.errors import (
     DatabaseBusy,
@@ -54,3 +45,27 @@ __all__ = [
     "transaction",
     "vectors",
 ]
+
+
+_SUBMODULES = frozenset(
+    {
+        "artifacts",
+        "datasets",
+        "db",
+        "forget",
+        "fts",
+        "graph",
+        "inferences",
+        "migrations",
+        "stats",
+        "vectors",
+    }
+)
+
+
+def __getattr__(name: str):  # -> module; `store.graph` after `from gligabao import store`
+    if name in _SUBMODULES:
+        import importlib
+
+        return importlib.import_module(f"gligabao.store.{name}")
+    raise AttributeError(f"module 'gligabao.store' has no attribute {name!r}")

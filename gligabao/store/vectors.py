@@ -41,7 +41,7 @@ from typing import NamedTuple
 
 import apsw
 
-from gligabao.store.db import query, scalar, table_exists, transaction
+from gligabao.store.db import query, scalar, table_exists, transaction, write
 
 __all__ = [
     "INDEXES",
@@ -412,6 +412,8 @@ def upsert_vectors(
         for target, target_marks in targets:
             conn.executemany(f"DELETE FROM {target} WHERE vector_id = ?", [(v[0],) for v in values])
             conn.executemany(f"INSERT INTO {target}({names}) VALUES ({target_marks})", values)
+        if index_name == "chunks":
+            _note_pieces(conn, dataset_id, (v[0] for v in values))
     return len(values)
 
 
@@ -451,12 +453,35 @@ def _piece_ids(conn: apsw.Connection, dataset_id: int, index_name: str, row_id: 
 
 
 def has_pieces(conn: apsw.Connection, dataset_id: int) -> bool:
-    """Whether any chunk of the dataset was embedded as pieces (`chunk-12.1`). Stops at
-    the first piece id; without any it reads the ids' index alone (~4 ms at 100,000)."""
+    """Whether any chunk of the dataset was embedded as pieces (`chunk-12.1`): as
+    gb_datasets.chunk_pieces says, or, where that is not known yet, as the ids show."""
+    known = scalar(conn, "SELECT chunk_pieces FROM gb_datasets WHERE id = ?", (dataset_id,))
+    return bool(known) if known is not None else _probe_pieces(conn, dataset_id)
+
+
+def _probe_pieces(conn: apsw.Connection, dataset_id: int) -> bool:
+    """Whether the chunks index holds a piece id. Stops at the first; without any it
+    reads the ids' index whole (~4 ms at 100,000)."""
     if not table_exists(conn, table_name(dataset_id, "chunks")):
         return False
     table, column = _ids_of(conn, table_name(dataset_id, "chunks"))
     return bool(scalar(conn, f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {column} GLOB '*.*')"))
+
+
+def _note_pieces(conn: apsw.Connection, dataset_id: int, ids: Iterable[str]) -> None:
+    """Keep gb_datasets.chunk_pieces true after chunk vectors `ids` were written: set once
+    a piece is, and probed once for a dataset from before it. Never unset: a dataset
+    whose pieces were all forgotten asks the KNN for more vectors than it needs, no worse."""
+    known = scalar(conn, "SELECT chunk_pieces FROM gb_datasets WHERE id = ?", (dataset_id,))
+    if known == 1:
+        return
+    pieces = any("." in vid for vid in ids) or (known is None and _probe_pieces(conn, dataset_id))
+    if known is None or pieces:
+        write(
+            conn,
+            "UPDATE gb_datasets SET chunk_pieces = ? WHERE id = ?",
+            (int(pieces), dataset_id),
+        )
 
 
 def similarities(
@@ -472,9 +497,15 @@ def similarities(
         return {}
     blob = to_blob(query_vector, _dimensions(conn, dataset_id))
     table = _quoted(dataset_id, index_name)
+    pieces = index_name == "chunks" and has_pieces(conn, dataset_id)
     out: dict[int, float] = {}
     for row_id in row_ids:
-        for vid in _piece_ids(conn, dataset_id, index_name, row_id):
+        ids = (
+            _piece_ids(conn, dataset_id, index_name, row_id)
+            if pieces
+            else [vector_id(index_name, row_id)]
+        )
+        for vid in ids:
             distance = scalar(
                 conn,
                 f"SELECT vec_distance_cosine(embedding, ?) FROM {table} WHERE vector_id = ?",
