@@ -7,6 +7,7 @@ distance meaningless, so a different one is refused rather than silently stored.
 from __future__ import annotations
 
 import json
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,13 @@ __all__ = [
     "set_embedding",
     "set_search_settings",
 ]
+
+
+# (dataset id, model, dimensions) that set_embedding stored, with the dataset's vector
+# tables, on each open connection: asking again reads the row and nothing more.
+_embedding_set: weakref.WeakKeyDictionary[apsw.Connection, set[tuple[int, str, int]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 @dataclass(frozen=True)
@@ -90,6 +98,11 @@ def get_dataset(conn: apsw.Connection, dataset_id: int) -> Dataset:
 def get_or_create_dataset(conn: apsw.Connection, name: str) -> Dataset:
     if not name or not name.strip():
         raise ValueError("a dataset name cannot be empty")
+    # Read first: a batch asks once a file, and a write transaction each time would cost
+    # a BEGIN IMMEDIATE and a COMMIT for nothing (issue 14).
+    found = find_dataset(conn, name)
+    if found is not None:
+        return found
     with transaction(conn):
         conn.execute("INSERT OR IGNORE INTO gb_datasets(name) VALUES (?)", (name,))
         found = find_dataset(conn, name)
@@ -110,6 +123,13 @@ def set_embedding(conn: apsw.Connection, dataset_id: int, model: str, dimensions
         raise ValueError("an embedding model name cannot be empty")
     if dimensions <= 0:
         raise ValueError(f"embedding dimensions must be positive, not {dimensions}")
+    done = _embedding_set.setdefault(conn, set())
+    if (dataset_id, model, dimensions) in done:
+        # Set and its tables made on this connection already (a batch asks once a file):
+        # read, not written; a mismatch is refused below as ever.
+        ds = get_dataset(conn, dataset_id)
+        if (ds.embedding_model, ds.embedding_dimensions) == (model, dimensions):
+            return ds
     with transaction(conn):
         ds = get_dataset(conn, dataset_id)
         if ds.embedding_model is None:
@@ -124,7 +144,10 @@ def set_embedding(conn: apsw.Connection, dataset_id: int, model: str, dimensions
                 "set embeddings.model and embeddings.dimensions back, or use another --dataset"
             )
         vectors.ensure_vector_tables(conn, dataset_id, dimensions)
-        return get_dataset(conn, dataset_id)
+        ds = get_dataset(conn, dataset_id)
+    if conn.get_autocommit():  # committed, not a savepoint that may yet roll back
+        done.add((dataset_id, model, dimensions))
+    return ds
 
 
 def delete_dataset(conn: apsw.Connection, dataset_id: int) -> None:
@@ -133,3 +156,5 @@ def delete_dataset(conn: apsw.Connection, dataset_id: int) -> None:
         get_dataset(conn, dataset_id)
         vectors.drop_vector_tables(conn, dataset_id)
         conn.execute("DELETE FROM gb_datasets WHERE id = ?", (dataset_id,))
+    done = _embedding_set.get(conn, set())
+    done -= {key for key in done if key[0] == dataset_id}

@@ -408,7 +408,9 @@ def current_edges_touching(
             JOIN gb_entities t ON t.id = e.target_entity_id
             WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN ends
                            UNION SELECT id FROM gb_edges WHERE target_entity_id IN ends)
-              AND e.dataset_id = :d
+              -- Unary +: found by their ids above, never by scanning the dataset's edges
+              -- (the planner's pick otherwise, which grows with the whole graph).
+              AND +e.dataset_id = :d
               AND (:closed OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
             ORDER BY {order}
             LIMIT :n""",

@@ -39,6 +39,10 @@ def model_id(conn: apsw.Connection, name: str) -> int:
     """The id of a model name as the API reported it, registering it the first time."""
     if not name:
         raise ValueError("a model name cannot be empty")
+    # Read first: every call of a run names a model known since its first (issue 14).
+    found = scalar(conn, "SELECT id FROM gb_models WHERE name = ?", (name,))
+    if found is not None:
+        return int(found)
     with transaction(conn):
         conn.execute("INSERT OR IGNORE INTO gb_models(name) VALUES (?)", (name,))
         return int(scalar(conn, "SELECT id FROM gb_models WHERE name = ?", (name,)))
