@@ -592,16 +592,6 @@ def notice(message: str) -> None:
     stderr.print(_text(f"gb: {message}", lines=True))
 
 
-def result_json(result: Any) -> dict[str, Any]:
-    """One JSON line per input: where it came from, how it ended, and its response."""
-    line: dict[str, Any] = {"source": result.name, "status": result.status}
-    if result.error is not None:
-        line["error"] = str(result.error)
-    if result.outcome is not None:
-        line.update(result.outcome.response)
-    return line
-
-
 def result_line(result: Any) -> None:
     r = result.outcome.response
     chunks = f"{len(r['chunks'])} chunks" if "chunks" in r else "not chunked"

@@ -140,3 +140,17 @@ def test_a_json_search_imports_neither_rich_nor_the_sdk(online, corpus) -> None:
     assert "gligabao.llm.query" in modules  # the query was embedded: a hybrid search
     assert not _top(modules) & {"rich", "openai", "httpx", "tomlkit"}
     assert not {m for m in modules if m.startswith(("gligabao.pipeline", "gligabao.chunk.text"))}
+
+
+def test_a_quiet_or_json_remember_imports_no_rich(online, corpus) -> None:
+    """Cron's `gb remember -r --quiet`, and a script's `--json` of one file, print nothing
+    for a person: rich (~35 ms of each run) stays unimported. A person's run (a panel, a
+    batch's summary line) imports it."""
+    quiet = _imported("remember", *corpus, "--quiet")
+    assert "gligabao.pipeline.remember" in quiet  # the files were remembered...
+    assert "rich" not in _top(quiet)  # ...without rich
+    as_json = _imported("remember", corpus[0], "--json", "--db", "other.db")
+    assert "gligabao.pipeline.remember" in as_json
+    assert "rich" not in _top(as_json)
+    shown = _imported("remember", corpus[0], "--db", "third.db")
+    assert "rich" in _top(shown)  # a person's run: its panel is rich's

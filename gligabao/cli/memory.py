@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 import sys
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import typer
 
-from gligabao import render
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, interrupted, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.discover import Discovery, discover, skip_summary
 from gligabao.errors import ConfigError, Interrupted, UsageError
 from gligabao.inputs import STDIN, shown_name
+from gligabao.jsonl import json_line
 
 if TYPE_CHECKING:
     import apsw
@@ -174,7 +176,7 @@ def remember_command(
         force=force,
         stages=EMBED_ONLY if no_graph else stages and parse_stages(stages, "--stages"),
         all_branches=all_branches,
-        on_notice=None if quiet else render.notice,
+        on_notice=None if quiet else _notice,
     )
     if not paths and not files_from and sys.stdin.isatty():
         raise UsageError("no input: name a PATH, or pipe text into `gb remember -`")
@@ -200,21 +202,27 @@ def remember_command(
     llm = LLM(config)
     batch = len(found.inputs) > 1
     tally = Tally(total=len(found.inputs))
-    progress = render.BatchProgress(tally, enabled=batch and not quiet, calls_out=llm.calls_out)
-    if progress.live is not None:
+    # The bar is for a terminal only: without one, --json and --quiet runs (cron's) never
+    # import rich, ~35 ms of every such run.
+    progress = None
+    if batch and not quiet and sys.stderr.isatty():
+        progress = _render().BatchProgress(tally, enabled=True, calls_out=llm.calls_out)
+    if progress is not None and progress.live is not None:
         run_options = dataclasses.replace(run_options, on_step=progress.on_step)
-    with progress:
+    with progress or contextlib.nullcontext():
 
         def report(result: Result) -> None:
-            progress.update(result.name)
+            if progress is not None:
+                progress.update(result.name)
             # A file name's bytes that are not UTF-8, as they are stored: printable.
             result = dataclasses.replace(result, name=shown_name(result.name))
             tally.add(result)
             if result.error is not None:
-                render.error(str(result.error))
+                _render().error(str(result.error))
             if as_json:
-                render.json_line(render.result_json(result))
+                json_line(result.as_json())
             elif result.outcome is not None and not quiet:
+                render = _render()
                 if batch:
                     render.result_line(result)
                 else:
@@ -232,10 +240,21 @@ def remember_command(
     for notice in tally.notices:
         # What a cron job must hear of even with --quiet: inputs left with stages pending.
         if not quiet or notice in tally.unfinished:
-            render.warning(notice)
+            _render().warning(notice)
     if batch and not quiet:
-        render.notice(render.tally_summary(tally, skipped=len(found.skipped)))
+        _notice(_render().tally_summary(tally, skipped=len(found.skipped)))
     raise typer.Exit(int(tally.exit_code()))
+
+
+def _render() -> ModuleType:
+    """What prints for a person (rich, ~35 ms to import): imported when there is some."""
+    from gligabao import render
+
+    return render
+
+
+def _notice(message: str) -> None:
+    _render().notice(message)
 
 
 def _version_notice(result: Result) -> None:
@@ -243,7 +262,7 @@ def _version_notice(result: Result) -> None:
     expired (issue 17)."""
     version = result.outcome.response.get("previous_version")
     if version is not None:
-        render.notice(
+        _notice(
             f"{result.name}: replaces document {version['artifact_id']}: "
             f"{version['chunks_reused']} chunks reused, {version['chunks_extracted']} "
             f"extracted again, {version['facts_expired']} facts expired (no longer stated)"
@@ -278,19 +297,19 @@ def _deleted_files(
             line = {"source": gone.source, "status": "deleted", "artifact_id": gone.document_id}
             said = f"still remembered as document {gone.document_id} (--prune removes it)"
         if as_json:
-            render.json_line(line)
+            json_line(line)
         elif not quiet:
-            render.notice(f"{gone.source}: deleted; {said}")
+            _notice(f"{gone.source}: deleted; {said}")
 
 
 def _skip_notices(found: Discovery, verbose: bool) -> None:
     """One line for all the files skipped, by reason; each of them first with --verbose."""
     if verbose:
         for skipped in found.skipped:
-            render.notice(f"skipped {shown_name(skipped.path)}: {skipped.reason}")
+            _notice(f"skipped {shown_name(skipped.path)}: {skipped.reason}")
     summary = skip_summary(found.skipped)
     if summary is not None:
-        render.notice(summary)
+        _notice(summary)
 
 
 def _interrupted(tally: Tally) -> Interrupted:

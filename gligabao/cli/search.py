@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -22,6 +23,9 @@ from gligabao.search import (
 )
 from gligabao.store import datasets
 
+if TYPE_CHECKING:
+    from gligabao.llm.float32 import Float32
+
 
 def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str) -> str:
     """The method to run: bm25 (with a notice) when vectors cannot be searched."""
@@ -38,7 +42,7 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
     return method
 
 
-def _embedded(config: Config, query: str):  # -> Float32
+def _embedded(config: Config, query: str) -> Float32:
     """The query's vector. Called in search()'s vector thread: the import of urllib and
     ssl it needs (~10 ms) runs there too, while the keyword search runs in SQLite."""
     from gligabao.llm.query import embed_query

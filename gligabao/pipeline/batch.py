@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import apsw
 
@@ -46,6 +46,15 @@ class Result:
     outcome: Outcome | None = None
     error: GbError | None = None
     spend: Spend = field(default_factory=Spend)  # what its calls cost, failed or not
+
+    def as_json(self) -> dict[str, Any]:
+        """Its `gb remember --json` line: where it came from, how it ended, its response."""
+        line: dict[str, Any] = {"source": self.name, "status": self.status}
+        if self.error is not None:
+            line["error"] = str(self.error)
+        if self.outcome is not None:
+            line.update(self.outcome.response)
+        return line
 
 
 def remember_all(

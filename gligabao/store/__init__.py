@@ -15,6 +15,8 @@ imports graph.py then), so a command loads the parts of the store it needs only.
 
 from __future__ import annotations
 
+from types import ModuleType
+
 from gligabao.store.db import Connection, integrity_problems, open_db, transaction
 from gligabao.store.errors import (
     DatabaseBusy,
@@ -63,7 +65,7 @@ _SUBMODULES = frozenset(
 )
 
 
-def __getattr__(name: str):  # -> module; `store.graph` after `from gligabao import store`
+def __getattr__(name: str) -> ModuleType:  # `store.graph` after `from gligabao import store`
     if name in _SUBMODULES:
         import importlib
 
