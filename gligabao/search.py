@@ -310,8 +310,8 @@ def _bm25(
     _SCORED_ROWS * depth rows (and `superseded` more, see _superseded_rows), for the
     fusion to weigh the vectors' candidates by too: FTS5 ranks every matching row
     whatever the limit (400 rows cost 7.5 ms against 5.1 for 50 on the dev set), while
-    asking for given rows' scores costs ~65 ms. An
-    entry's score is its best row's, when a chunk and its summary both match."""
+    asking for given rows' scores costs ~65 ms. An entry's score is its best row's, when
+    a chunk and its summary both match."""
     limit = _SCORED_ROWS * depth + superseded
     rows = search_artifacts_fts(conn, dataset_id, text, limit=limit, session=session)
     entries = _entry_of_each(conn, [r["artifact_id"] for r in rows])

@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import json
 import random
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +36,21 @@ CORPUS = ("Apache-2.0", "MPL-2.0", "GPL-3")
 
 
 # ------------------------------------------------------------------ environment
+
+
+@contextmanager
+def serving(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """A hand-written HTTP server on 127.0.0.1 (a free port), for what the tests' LLM
+    server cannot do; shut down on leaving."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.daemon = True
+    thread.start()
+    try:
+        yield httpd
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
 
 
 def gb_env(server: LLMServer | None, **extra: str) -> dict[str, str]:

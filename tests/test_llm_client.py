@@ -8,7 +8,6 @@ import logging
 import os
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -36,6 +35,7 @@ from gligabao.llm import (
     validate,
 )
 from gligabao.llm.client import REASONING_HEADROOM
+from tests.helpers import serving
 from tests.llm_server import Fault, Hold, LLMServer, answer_model
 
 SECRET = "sk-test-secret-123456"
@@ -742,13 +742,8 @@ class _EchoHandler(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def echo() -> Iterator[ThreadingHTTPServer]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _EchoHandler)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_EchoHandler) as httpd:
+        yield httpd
 
 
 @pytest.mark.parametrize("status", [401, 500])

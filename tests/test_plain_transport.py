@@ -13,7 +13,6 @@ import base64
 import json
 import socket
 import struct
-import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -22,6 +21,7 @@ import pytest
 
 from gligabao.config import load_config
 from gligabao.llm import LLM, wire
+from tests.helpers import serving
 
 
 class _Embeddings(BaseHTTPRequestHandler):
@@ -74,13 +74,8 @@ class _Embeddings(BaseHTTPRequestHandler):
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadingHTTPServer]:
     for name in ("close_after", "drop_idle", "connections", "requests"):
         monkeypatch.setattr(_Embeddings, name, getattr(_Embeddings, name))  # restored after
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _Embeddings)
-    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
-    thread.daemon = True
-    thread.start()
-    yield httpd
-    httpd.shutdown()
-    httpd.server_close()
+    with serving(_Embeddings) as httpd:
+        yield httpd
 
 
 def _embed_times(httpd: ThreadingHTTPServer, n: int, pause: float = 0.0) -> list[Any]:

@@ -26,13 +26,8 @@ from gligabao.store.errors import (
     SchemaTooNew,
 )
 
-__all__ = [
-    "Connection",
-    "DatabaseBusy",
-    "DatabaseError",
-    "EmbeddingMismatch",
-    "NotFound",
-    "SchemaTooNew",
+# Imported where they are used: see __getattr__.
+_SUBMODULES = (
     "artifacts",
     "datasets",
     "db",
@@ -40,29 +35,23 @@ __all__ = [
     "fts",
     "graph",
     "inferences",
-    "integrity_problems",
     "migrations",
-    "open_db",
     "stats",
-    "transaction",
     "vectors",
-]
-
-
-_SUBMODULES = frozenset(
-    {
-        "artifacts",
-        "datasets",
-        "db",
-        "forget",
-        "fts",
-        "graph",
-        "inferences",
-        "migrations",
-        "stats",
-        "vectors",
-    }
 )
+
+__all__ = [
+    "Connection",
+    "DatabaseBusy",
+    "DatabaseError",
+    "EmbeddingMismatch",
+    "NotFound",
+    "SchemaTooNew",
+    "integrity_problems",
+    "open_db",
+    "transaction",
+    *_SUBMODULES,
+]
 
 
 def __getattr__(name: str) -> ModuleType:  # `store.graph` after `from gligabao import store`

@@ -100,11 +100,12 @@ OVERSAMPLE_MIN = 400
 # The largest k a vec0 KNN query accepts.
 KNN_MAX = 4096
 
-# A vector read by its key (a candidate rescored) is found by walking its chunk's blob
-# page by page: 32 vectors of 1,536 dimensions are 48 pages, where 128 were 192, which
-# made rescoring 400 candidates ~1.6x as long on a cold cache (11 vs 7 ms), the vector
-# half of a search at 100,000 chunks 45 ms against 40, and an insert 1.4x as long.
-# Tables made before keep their 128.
+# vec0 stores vectors in chunks, and a vector read or written by its key (a candidate
+# rescored, an insert) is reached by walking its chunk's blob page by page: 32 vectors
+# of 1,536 dimensions are 48 pages. 128 (192 pages) made rescoring 400 candidates ~1.6x
+# as long on a cold cache (11 vs 7 ms), the vector half of a search at 100,000 chunks
+# 45 ms against 40, and an insert 1.4x as long; vec0's default 1,024, ten times as
+# long. The exact scan is no slower. Tables made before keep the size they were made with.
 _FLOAT_CHUNK_SIZE = 32
 
 # vec0's top-k step grows with min(k, chunk_size); a bits chunk of 32 vectors is 6 KiB at
@@ -273,8 +274,6 @@ def ensure_vector_tables(conn: apsw.Connection, dataset_id: int, dimensions: int
                     f"embedding float[{int(dimensions)}] distance_metric=cosine",
                     "kind text",
                     *(f"{c} integer" for c in _METADATA[index_name]),
-                    # vec0 stores vectors in chunks; smaller ones make an insert ~10x
-                    # cheaper (0.06 vs 0.6 ms at 1536 dimensions) and KNN no slower.
                     f"chunk_size={_FLOAT_CHUNK_SIZE}",
                 ]
             )
