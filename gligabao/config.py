@@ -13,10 +13,13 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gligabao.chunk import MODES, ChunkSettings, get_tokenizer
+from gligabao.chunk import MODES
 from gligabao.errors import ConfigError, UsageError
+
+if TYPE_CHECKING:
+    from gligabao.chunk import ChunkSettings
 
 # The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's.
 STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank")
@@ -154,6 +157,8 @@ class Config:
         return None if self.sources.get("dataset", "default") == "default" else self["dataset"]
 
     def chunk_settings(self) -> ChunkSettings:
+        from gligabao.chunk import ChunkSettings, get_tokenizer  # not for reading commands
+
         return ChunkSettings(
             chunk_size=self["chunk_size"],
             overlap_percent=self["chunk_overlap_percent"],

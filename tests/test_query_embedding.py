@@ -5,7 +5,10 @@ retry as the SDK-based client does, against the test server."""
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar
 
 import pytest
 
@@ -13,6 +16,7 @@ from gligabao.config import load_config
 from gligabao.errors import ConfigError
 from gligabao.llm import LLM, LLMError
 from gligabao.llm.query import embed_query
+from tests.helpers import serving
 from tests.llm_server import Fault, LLMServer, embed_text
 
 SECRET = "sk-query-secret-0123456789"
@@ -115,3 +119,79 @@ def test_nobody_listening_is_a_clear_error() -> None:
 def test_no_endpoint_at_all_says_what_to_set() -> None:
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         embed_query(load_config(None, env={}), "otter", env={})
+
+
+class _HandWritten(BaseHTTPRequestHandler):
+    """An embeddings endpoint whose answer's framing a test chooses: ``framing`` is
+    "chunked" (in pieces, no length), "close" (no length: the body ends with the
+    connection) or "cut" (a length the body never reaches). ``paths`` lists the request
+    targets seen: a proxy is sent the absolute URL."""
+
+    framing = "chunked"
+    paths: ClassVar[list[str]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        type(self).paths.append(self.path)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        vector = [0.0] * body["dimensions"]
+        vector[1] = 1.0
+        answer = json.dumps({"data": [{"embedding": vector}], "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if self.framing == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for at in range(0, len(answer), 100):
+                piece = answer[at : at + 100]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+        elif self.framing == "cut":
+            self.send_header("Content-Length", str(len(answer) + 50))
+            self.end_headers()
+            self.wfile.write(answer)
+        else:
+            self.end_headers()
+            self.wfile.write(answer)
+        self.close_connection = True
+
+
+@pytest.mark.parametrize("framing", ["chunked", "close"])
+def test_an_answer_in_chunks_or_ended_by_the_connection_is_read_whole(framing: str) -> None:
+    _HandWritten.protocol_version = "HTTP/1.1" if framing == "chunked" else "HTTP/1.0"
+    _HandWritten.framing = framing
+    with serving(_HandWritten) as httpd:
+        url = f"http://127.0.0.1:{httpd.server_port}/v1"
+        config = load_config(None, {"embeddings.dimensions": 64}, env={"OPENAI_BASE_URL": url})
+        vector = embed_query(config, "otter", env={})
+    assert len(vector) == 64 and vector[1] == pytest.approx(1.0)
+
+
+def test_an_answer_cut_short_is_retried_then_named() -> None:
+    _HandWritten.protocol_version = "HTTP/1.1"
+    _HandWritten.framing = "cut"
+    _HandWritten.paths = []
+    with serving(_HandWritten) as httpd:
+        url = f"http://127.0.0.1:{httpd.server_port}/v1"
+        config = load_config(None, {"llm.max_retries": 1}, env={"OPENAI_BASE_URL": url})
+        with pytest.raises(LLMError, match="closed the connection mid-answer"):
+            _embed(config, "otter")
+    assert _HandWritten.paths == ["/v1/embeddings"] * 2  # the first try and one retry
+
+
+def test_a_proxy_in_the_environment_is_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    _HandWritten.protocol_version = "HTTP/1.1"
+    _HandWritten.framing = "chunked"
+    _HandWritten.paths = []
+    with serving(_HandWritten) as proxy:
+        for name in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(name, f"http://127.0.0.1:{proxy.server_port}")
+        for name in ("NO_PROXY", "no_proxy"):
+            monkeypatch.setenv(name, "")
+        url = "http://embeddings.invalid/v1"
+        config = load_config(None, {"embeddings.dimensions": 64}, env={"OPENAI_BASE_URL": url})
+        assert len(embed_query(config, "otter", env={})) == 64
+    assert _HandWritten.paths == ["http://embeddings.invalid/v1/embeddings"]

@@ -4,12 +4,15 @@ start-up is one line and its exit code, never a traceback (issue 12.7)."""
 
 from __future__ import annotations
 
+import gc
+import os
 import signal
 import subprocess
 import sys
 
 import pytest
 
+from gligabao import heap
 from gligabao.cli import COMMANDS, load
 
 # What the `gb` console script runs.
@@ -125,10 +128,14 @@ def test_a_signal_while_an_error_is_said_is_its_line_and_code(tmp_path) -> None:
     assert proc.stderr.splitlines()[-1].startswith("gb: interrupted by SIGTERM"), proc.stderr
 
 
-def test_a_json_search_imports_neither_rich_nor_the_sdk(online, corpus) -> None:
+def test_a_json_search_imports_neither_rich_nor_the_sdk(online, corpus, monkeypatch) -> None:
     """`gb search --json` is the command scripts run most: hybrid, its query embedded over
     the standard library's HTTP, its hits printed as JSON lines. rich (~20 ms) is for a
-    terminal, the openai SDK (~0.45 s) for chat calls: neither is imported."""
+    terminal, the openai SDK (~0.45 s) for chat calls: neither is imported. A plain-HTTP
+    endpoint with no proxy gets its one request over a socket: not urllib's http.client
+    and email (~20 ms), nor the idna codec (~5 ms), nor OpenSSL's hashes (~3 ms)."""
+    for name in [n for n in os.environ if n.lower().endswith("_proxy")]:
+        monkeypatch.delenv(name)
     stored = subprocess.run(
         [sys.executable, "-m", "gligabao", "remember", *corpus, "--quiet"],
         capture_output=True,
@@ -140,6 +147,7 @@ def test_a_json_search_imports_neither_rich_nor_the_sdk(online, corpus) -> None:
     assert "gligabao.llm.query" in modules  # the query was embedded: a hybrid search
     assert not _top(modules) & {"rich", "openai", "httpx", "tomlkit"}
     assert not {m for m in modules if m.startswith(("gligabao.pipeline", "gligabao.chunk.text"))}
+    assert not modules & {"urllib.request", "http.client", "encodings.idna", "hashlib"}
 
 
 def test_a_quiet_or_json_remember_imports_no_rich(online, corpus) -> None:
@@ -154,3 +162,32 @@ def test_a_quiet_or_json_remember_imports_no_rich(online, corpus) -> None:
     assert "rich" not in _top(as_json)
     shown = _imported("remember", corpus[0], "--db", "third.db")
     assert "rich" in _top(shown)  # a person's run: its panel is rich's
+
+
+def test_gb_freezes_what_its_imports_left_and_collects_the_rest() -> None:
+    """In the `gb` process, typer's and the command's objects are frozen once imported
+    (the collector no longer walks them at every collection), and the collector runs."""
+    probe = (
+        "import gc, sys; sys.argv = ['gb', 'config']; import gligabao.cli.signals as s; "
+        "s.leave = lambda code: print(gc.isenabled(), gc.get_freeze_count() > 10000); "
+        "from gligabao.cli import main; main()"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines()[-1] == "True True"
+
+
+def test_a_library_user_keeps_its_collector_as_it_was() -> None:
+    """gligabao used as a library pauses the collector around a heavy import only: it is
+    running again after, and nothing of the host program is frozen."""
+    frozen = gc.get_freeze_count()
+    with heap.loading():
+        assert not gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
+    gc.disable()
+    try:
+        with heap.loading():
+            pass
+        assert not gc.isenabled()  # a host that had turned it off keeps it off
+    finally:
+        gc.enable()

@@ -443,7 +443,7 @@ def test_forget_a_document(conn, ds: int) -> None:
     assert_vectors_consistent(conn, ds)
     before = {s.index: s.held for s in vectors.vec_stats(conn, ds)}
 
-    report = artifacts.forget(conn, a.doc)
+    report = forget.forget(conn, a.doc)
 
     gone = [a.doc, *a.chunks, *a.summaries]
     assert (report.artifacts, report.chunks, report.summaries) == (7, 3, 3)
@@ -488,14 +488,14 @@ def test_forget_a_document(conn, ds: int) -> None:
     assert_vectors_consistent(conn, ds)
     assert integrity_problems(conn) == []
     with pytest.raises(NotFound):
-        artifacts.forget(conn, a.doc)
+        forget.forget(conn, a.doc)
 
 
 def test_forget_repoints_an_edge_to_its_earliest_remaining_source(conn, ds: int) -> None:
     a = store_doc_a(conn, ds)
     b = store_doc_b(conn, ds)  # after A this time: the works_at edge starts at A's chunk 0
     assert graph.get_edge(conn, a.edges["works"])["artifact_id"] == a.chunks[0]
-    report = artifacts.forget(conn, a.doc)
+    report = forget.forget(conn, a.doc)
     assert report.edges_repointed == 1
     assert graph.get_edge(conn, b.edges["works"])["artifact_id"] == b.doc
     assert_vectors_consistent(conn, ds)
@@ -505,7 +505,7 @@ def test_forget_refuses_one_chunk_and_keeps_everything(conn, ds: int) -> None:
     # A chunk taken out alone would leave its document complete with a hole (issue 12).
     a = store_doc_a(conn, ds)
     with pytest.raises(forget.NotADocument, match=f"forget the document: gb forget {a.doc}"):
-        artifacts.forget(conn, a.chunks[1])
+        forget.forget(conn, a.chunks[1])
     assert graph.get_entity(conn, a.entities["Bob"]) is not None
     assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert_vectors_consistent(conn, ds)
@@ -520,7 +520,7 @@ def test_forget_is_one_transaction(conn, ds: int) -> None:
         "BEGIN SELECT RAISE(ABORT, 'refused'); END"
     )
     with pytest.raises(apsw.ConstraintError, match="refused"):
-        artifacts.forget(conn, a.doc)
+        forget.forget(conn, a.doc)
     assert conn.get_autocommit()
     assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert [s.held for s in vectors.vec_stats(conn, ds)] == held
@@ -528,7 +528,7 @@ def test_forget_is_one_transaction(conn, ds: int) -> None:
     # Inside a caller's transaction, rolling that back undoes the forget as well.
     conn.execute("DROP TRIGGER temp.no_delete")
     with pytest.raises(RuntimeError), transaction(conn):
-        artifacts.forget(conn, a.doc)
+        forget.forget(conn, a.doc)
         assert artifacts.get_artifact(conn, a.doc) is None
         raise RuntimeError
     assert artifacts.get_artifact(conn, a.doc) is not None
@@ -556,7 +556,7 @@ def test_find_list_and_supersede(conn, ds: int) -> None:
     assert "text" not in listed[0] and listed[0]["preview"] == "v2"
     every = artifacts.list_documents(conn, None, include_superseded=True)
     assert [d["id"] for d in every] == [newer, second, first]
-    artifacts.forget(conn, newer)  # superseded_by is SET NULL: second is current again
+    forget.forget(conn, newer)  # superseded_by is SET NULL: second is current again
     assert artifacts.find_document(conn, ds, sha)["id"] == second
 
 

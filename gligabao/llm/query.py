@@ -1,10 +1,13 @@
 """One search query's embedding, over the standard library's HTTP.
 
 `gb search` needs a single embeddings request and answers in well under 100 ms; the
-``openai`` SDK alone takes ~0.45 s to import. So this one request is made with
-urllib (which honours the same HTTP(S)_PROXY variables as the SDK's httpx), to the
-same endpoint, with the same key, model, dimensions, timeout, retry policy and error
-wording as `client.LLM.embed`, which the pipeline uses for everything it stores.
+``openai`` SDK alone takes ~0.45 s to import. So this one request is made by hand, to
+the same endpoint, with the same key, model, dimensions, timeout, retry policy and error
+wording as `client.LLM.embed`, which the pipeline uses for everything it stores. A
+plain-HTTP endpoint reached with no proxy (a local server) gets one POST over a socket
+(as llm/wire.py does for the SDK): urllib's import, http.client and email with it, took
+~20 ms of the ~40 that the vector half of a search waits. HTTPS and proxies go through
+urllib, which honours the same HTTP(S)_PROXY variables as the SDK's httpx.
 """
 
 from __future__ import annotations
@@ -12,10 +15,9 @@ from __future__ import annotations
 import json
 import os
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from gligabao import __version__
 from gligabao.config import Config
@@ -85,9 +87,18 @@ def embed_query(
         time.sleep(delay)
 
 
+class _Request:
+    """One embeddings POST. A plain class: a dataclass costs ~0.8 ms of start-up."""
+
+    __slots__ = ("body", "headers", "url")
+
+    def __init__(self, url: str, body: bytes, headers: dict[str, str]) -> None:
+        self.url, self.body, self.headers = url, body, headers
+
+
 def _request(
     endpoints: Endpoints, env: Mapping[str, str], model: str, dimensions: int, text: str
-) -> urllib.request.Request:
+) -> _Request:
     url = (endpoints.embed_url or DEFAULT_BASE_URL).rstrip("/") + "/embeddings"
     headers = {
         "Authorization": f"Bearer {endpoints.embed_key or PLACEHOLDER_KEY}",
@@ -103,37 +114,35 @@ def _request(
         if env.get(variable):
             headers[header] = env[variable]
     body = json.dumps({"model": model, "input": [text], "dimensions": dimensions})
-    return urllib.request.Request(url, body.encode("utf-8"), headers, method="POST")
+    return _Request(url, body.encode("utf-8"), headers)
 
 
 def _attempt(
-    request: urllib.request.Request, timeout: float, endpoints: Endpoints, config: Config
+    request: _Request, timeout: float, endpoints: Endpoints, config: Config
 ) -> tuple[Failure | None, Any]:
     """(None, the parsed answer), or (why it failed, None)."""
     where = endpoints.url(EMBED_STAGE)
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            raw = response.read()
-    except urllib.error.HTTPError as exc:
-        raw = exc.read()
+        status, reason, headers, raw = _post(request, timeout)
+    except TimeoutError:
+        return Failure(f"timed out (limit {timeout:g} s)", retryable=True), None
+    except OSError as exc:  # urllib's URLError is one
+        reason = getattr(exc, "reason", None) or exc
+        if isinstance(reason, TimeoutError):
+            return Failure(f"timed out (limit {timeout:g} s)", retryable=True), None
+        detail = one_line(scrub(str(reason) or type(reason).__name__, endpoints.secrets))
+        return Failure(f"could not reach {where}", detail, retryable=True), None
+    if not 200 <= status < 300:
         try:
             body: Any = json.loads(raw)
         except ValueError:
             body = raw
         if isinstance(body, dict) and isinstance(body.get("error"), dict):
             body = body["error"]
-        message, code = server_message(body, exc.reason or "")
+        message, code = server_message(body, reason)
         message = scrub(message, endpoints.secrets)
         hint = key_hint(config, EMBED_STAGE)
-        return status_failure(exc.code, message, code, exc.headers, hint), None
-    except TimeoutError:
-        return Failure(f"timed out (limit {timeout:g} s)", retryable=True), None
-    except (urllib.error.URLError, OSError) as exc:
-        reason = getattr(exc, "reason", None) or exc
-        if isinstance(reason, TimeoutError):
-            return Failure(f"timed out (limit {timeout:g} s)", retryable=True), None
-        detail = one_line(scrub(str(reason) or type(reason).__name__, endpoints.secrets))
-        return Failure(f"could not reach {where}", detail, retryable=True), None
+        return status_failure(status, message, code, headers, hint), None
     try:
         return None, json.loads(raw)
     except RecursionError:
@@ -143,6 +152,100 @@ def _attempt(
     except ValueError:
         hint = f"is {where} the API's base URL, ending in /v1?"
         return Failure("the server answered with a body that is not JSON", hint, None, True), None
+
+
+def _post(request: _Request, timeout: float) -> tuple[int, str, Any, bytes]:
+    """(status, reason, headers with .get(lower-case name), body) of one POST; raises
+    OSError (TimeoutError) when there is no answer."""
+    if request.url.lower().startswith("http://") and not any(
+        name.lower().endswith("_proxy") for name in os.environ
+    ):
+        return _post_plain(request, timeout)
+    import urllib.error
+    import urllib.request
+
+    sent = urllib.request.Request(request.url, request.body, request.headers, method="POST")
+    try:
+        with urllib.request.urlopen(sent, timeout=timeout) as response:
+            return response.status, response.reason, response.headers, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.reason or "", exc.headers, exc.read()
+
+
+class _NotHTTP(OSError):
+    """An answer that is not HTTP/1.x: a failure to reach the API, as a reset is."""
+
+
+def _post_plain(request: _Request, timeout: float) -> tuple[int, str, Any, bytes]:
+    """One HTTP/1.1 POST over a socket, the connection closed after it; `timeout` bounds
+    the connection and each wait for the answer's bytes, as urllib's does."""
+    import socket
+
+    parts = urlsplit(request.url)
+    target = parts.path or "/"
+    if parts.query:
+        target += "?" + parts.query
+    head = [f"POST {target} HTTP/1.1", f"Host: {parts.netloc.rpartition('@')[2]}"]
+    head += [f"{name}: {value}" for name, value in request.headers.items()]
+    head += [f"Content-Length: {len(request.body)}", "Connection: close"]
+    message = "\r\n".join(head).encode("latin-1") + b"\r\n\r\n" + request.body
+    host: str | bytes = parts.hostname or ""
+    if host.isascii():
+        host = host.encode("ascii")  # a str would load the idna codec: ~5 ms
+    with socket.create_connection((host, parts.port or 80), timeout) as sock:
+        sock.sendall(message)  # one write: head and body in one segment
+        received = b""
+        while b"\r\n\r\n" not in received:
+            data = sock.recv(1 << 16)
+            if not data:
+                raise _NotHTTP("the server closed the connection without an answer")
+            received += data
+        raw_head, _, body = received.partition(b"\r\n\r\n")
+        lines = raw_head.decode("latin-1").split("\r\n")
+        version, _, rest = lines[0].partition(" ")
+        code, _, reason = rest.partition(" ")
+        if not version.startswith("HTTP/1.") or not code.isdigit():
+            raise _NotHTTP("the answer is not HTTP")
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        chunked = "chunked" in headers.get("transfer-encoding", "").lower()
+        length = None if chunked else headers.get("content-length")
+        while True:
+            if length is not None and len(body) >= int(length):
+                body = body[: int(length)]
+                break
+            if chunked and (whole := _unchunked(body)) is not None:
+                body = whole
+                break
+            data = sock.recv(1 << 16)
+            if not data:  # the body ends where the connection does
+                if length is not None or chunked:
+                    raise _NotHTTP("the server closed the connection mid-answer")
+                break
+            body += data
+    return int(code), reason, headers, body
+
+
+def _unchunked(data: bytes) -> bytes | None:
+    """A chunked body decoded, or None while its last chunk has not come."""
+    out, at = [], 0
+    while True:
+        line_end = data.find(b"\r\n", at)
+        if line_end < 0:
+            return None
+        try:
+            size = int(data[at:line_end].split(b";", 1)[0], 16)
+        except ValueError:
+            raise _NotHTTP("malformed chunk size") from None
+        if size == 0:
+            return b"".join(out) if data.find(b"\r\n\r\n", line_end) >= 0 else None
+        start = line_end + 2
+        if len(data) < start + size + 2:
+            return None
+        out.append(data[start : start + size])
+        at = start + size + 2
 
 
 def _vector(answer: Any, model: str, dimensions: int) -> list[float]:

@@ -8,19 +8,16 @@ and keyword-indexed is `embedded_text(text, context)`, the context first (C6, X1
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import apsw
 
-from gligabao.store import graph
 from gligabao.store.db import now_iso, transaction, write
 from gligabao.store.db import query as _rows
 from gligabao.store.db import query_one as _row
 from gligabao.store.errors import NotFound
-from gligabao.store.forget import ForgetReport, forget  # re-exported: one family
 from gligabao.store.fts import fts_query
 
 __all__ = [
@@ -31,7 +28,6 @@ __all__ = [
     "REMOVED",
     "SUMMARY_KIND",
     "SUPERSEDED",
-    "ForgetReport",
     "add_pending",
     "artifact_place",
     "chunks_with_role",
@@ -40,7 +36,6 @@ __all__ = [
     "embedded_text",
     "find_by_source",
     "find_document",
-    "forget",
     "get_artifact",
     "get_chunk",
     "get_document",
@@ -230,7 +225,11 @@ def insert_document(
     valid_at = valid_at or now_iso()
     if isinstance(settings, Mapping):
         settings = json.dumps(settings, sort_keys=True)
-    sha = content_sha256 or hashlib.sha256(text.encode("utf-8")).hexdigest()
+    sha = content_sha256
+    if not sha:
+        import hashlib  # OpenSSL's ~3 ms load: for writes only, not every reading command
+
+        sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
     with transaction(conn):
         conn.execute(
             """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at, text,
@@ -451,6 +450,8 @@ def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
     doc["summary"] = summaries.get(artifact_id)
     if doc["parent_id"] is None:
         doc["state"] = document_state(doc, _chunks_pending(conn, artifact_id))
+    from gligabao.store import graph
+
     doc["entities"] = graph.entities_for_artifacts(conn, ids)
     doc["edges"] = graph.edges_for_artifacts(conn, ids)
     return doc
