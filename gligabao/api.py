@@ -200,7 +200,7 @@ class Memory:
             if not quiet:
                 self._notice(bm25_only(obstacle, dataset, index))
             return None
-        from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
+        from gligabao.llm.query import embed_query  # its HTTP: only when embedding
 
         return lambda: embed_query(self.config, text)
 
@@ -232,7 +232,7 @@ class Memory:
                 self._notice(bm25_only(obstacle, found))
                 method = "bm25"
             else:
-                from gligabao.llm.query import embed_query  # urllib and ssl: only now
+                from gligabao.llm.query import embed_query  # its HTTP: only now
 
                 def vector() -> Any:
                     return embed_query(self.config, query)

@@ -184,7 +184,7 @@ def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool =
         if not quiet:
             render.notice(bm25_only(obstacle, dataset, index))
         return None
-    from gligabao.llm.query import embed_query  # urllib and ssl: only when embedding
+    from gligabao.llm.query import embed_query  # its HTTP: only when embedding
 
     return lambda: embed_query(config, text)
 

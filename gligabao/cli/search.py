@@ -43,8 +43,8 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
 
 
 def _embedded(config: Config, query: str) -> Float32:
-    """The query's vector. Called in search()'s vector thread: the import of urllib and
-    ssl it needs (~10 ms) runs there too, while the keyword search runs in SQLite."""
+    """The query's vector. Called in search()'s vector thread: the import of what it
+    sends the request with runs there too, while the keyword search runs in SQLite."""
     from gligabao.llm.query import embed_query
 
     return embed_query(config, query)

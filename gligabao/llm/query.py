@@ -1,4 +1,4 @@
-"""One search query's embedding, over the standard library's HTTP.
+"""One search query's embedding, without the openai SDK.
 
 `gb search` needs a single embeddings request and answers in well under 100 ms; the
 ``openai`` SDK alone takes ~0.45 s to import. So this one request is made by hand, to
