@@ -155,6 +155,38 @@ def test_nested_transaction_is_a_savepoint(conn) -> None:
     assert got == {"outer", "inner2"}
 
 
+def test_savepoints_nested_twice_each_roll_back_only_their_own(conn) -> None:
+    # Every savepoint has one name: ROLLBACK TO and RELEASE must take the innermost.
+    with transaction(conn):
+        conn.execute("INSERT INTO gb_models(name) VALUES ('outer')")
+        with transaction(conn):
+            conn.execute("INSERT INTO gb_models(name) VALUES ('middle')")
+            with pytest.raises(ValueError), transaction(conn):
+                conn.execute("INSERT INTO gb_models(name) VALUES ('inner')")
+                raise ValueError
+            conn.execute("INSERT INTO gb_models(name) VALUES ('middle2')")
+        with pytest.raises(ValueError), transaction(conn):
+            with transaction(conn):
+                conn.execute("INSERT INTO gb_models(name) VALUES ('kept-then-undone')")
+            raise ValueError
+    got = {r["name"] for r in db.query(conn, "SELECT name FROM gb_models")}
+    assert got == {"outer", "middle", "middle2"}
+
+
+def test_nested_transactions_are_prepared_once(conn) -> None:
+    # A savepoint named anew each time would be SQL never seen before, every time: a
+    # statement prepared again, and the cache filled with them (issue 14).
+    def store() -> None:
+        with transaction(conn), transaction(conn):
+            db.query(conn, "SELECT name FROM gb_models")
+
+    store()
+    misses = conn.cache_stats()["misses"]
+    for _ in range(200):
+        store()
+    assert conn.cache_stats()["misses"] == misses
+
+
 def test_a_held_write_lock_raises_database_busy_quickly(path: Path) -> None:
     holder = open_db(path)
     waiter = open_db(path, busy_timeout_ms=100)

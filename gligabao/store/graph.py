@@ -345,12 +345,15 @@ def entity_candidates_fts(
     match = fts_query(name, column="name")
     if match is None or limit <= 0:
         return []
+    # The limit is written into the SQL, not bound: a query over a virtual table (FTS5,
+    # json_each) with a bound LIMIT is planned for its value, so SQLite prepares it again
+    # at every execution; resolution runs this and current_edges_touching for every item.
     return query(
         conn,
-        """SELECT e.*, f.rank AS rank FROM gb_fts_entities f JOIN gb_entities e ON e.id = f.rowid
-           WHERE gb_fts_entities MATCH ? AND f.dataset_id = ?
-           ORDER BY f.rank LIMIT ?""",
-        (match, dataset_id, limit),
+        f"""SELECT e.*, f.rank AS rank FROM gb_fts_entities f JOIN gb_entities e ON e.id = f.rowid
+            WHERE gb_fts_entities MATCH ? AND f.dataset_id = ?
+            ORDER BY f.rank LIMIT {int(limit)}""",
+        (match, dataset_id),
     )
 
 
@@ -413,13 +416,12 @@ def current_edges_touching(
               AND +e.dataset_id = :d
               AND (:closed OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
             ORDER BY {order}
-            LIMIT :n""",
+            LIMIT {-1 if limit is None else int(limit)}""",  # not bound: entity_candidates_fts
         {
             "d": dataset_id,
             "ids": json_ids(sorted(ends)),
             "a": a,
             "b": b,
-            "n": -1 if limit is None else limit,
             "closed": int(closed),
         },
     )
