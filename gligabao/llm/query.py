@@ -165,8 +165,9 @@ def _post(request: _Request, timeout: float) -> tuple[int, str, Any, bytes]:
     import urllib.request
 
     sent = urllib.request.Request(request.url, request.body, request.headers, method="POST")
+    opener = urllib.request.build_opener()  # the proxy variables as they are now
     try:
-        with urllib.request.urlopen(sent, timeout=timeout) as response:
+        with opener.open(sent, timeout=timeout) as response:
             return response.status, response.reason, response.headers, response.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.reason or "", exc.headers, exc.read()
