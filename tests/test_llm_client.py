@@ -616,6 +616,26 @@ def _check_concurrency_bound(srv: LLMServer) -> None:
     assert time.monotonic() - started >= 0.55  # 12 calls of 0.2 s, 4 at a time
 
 
+def test_a_freed_slot_is_refilled_before_the_answer_is_handed_back(srv: LLMServer) -> None:
+    """The request waiting for a slot is sent before the answer that freed it reaches its
+    caller (who reads and records it): the server's slot is not left empty meanwhile."""
+    llm = make_llm(srv, concurrency=1)
+    second = Flight()
+
+    async def go() -> bool:
+        try:
+            waiting = asyncio.ensure_future(llm.chat(summarize_chunk_request("Two."), None, second))
+            await llm.chat(summarize_chunk_request("One."))
+            sent = second.sending  # its request is out already
+            await waiting
+            return sent
+        finally:
+            await llm.aclose()
+
+    assert run(go())
+    assert srv.max_in_flight == 1
+
+
 def test_request_hash(srv: LLMServer, hashes_elsewhere: dict[str, str]) -> None:
     """The hash covers what decides an answer (stage, model, reasoning, messages, schema,
     output budget; model, dimensions, texts), and nothing else: not the key, the URL or

@@ -181,6 +181,7 @@ class _LoopState:
     limiter: Limiter
     chat: openai.AsyncOpenAI | None = None
     embed: openai.AsyncOpenAI | None = None
+    warming: asyncio.Task[None] | None = None  # see _warm_stream_end
 
 
 class LLM:
@@ -286,6 +287,8 @@ class LLM:
             return state.embed
         if state.chat is None:
             state.chat = self._make_client(ends.chat_url, ends.chat_key)
+            if self._stream:
+                state.warming = state.loop.create_task(_warm_stream_end())
         return state.chat
 
     def _make_client(self, base_url: str | None, key: str | None) -> openai.AsyncOpenAI:
@@ -306,6 +309,12 @@ class LLM:
     async def aclose(self) -> None:
         state, self._state = self._state, None
         if state is not None:
+            warming = state.warming
+            if warming is not None and not warming.done():
+                warming.cancel()
+                if warming.get_loop() is asyncio.get_running_loop():
+                    # Ended here, not left pending when its loop closes (rerank's own loop).
+                    await asyncio.gather(warming, return_exceptions=True)
             for client in (state.chat, state.embed):
                 if client is not None:
                     await client.close()
@@ -824,6 +833,24 @@ def _plain_http_client(url: str) -> Any:
     base = openai.DefaultAsyncHttpxClient.__mro__[1]
     httpx = importlib.import_module(base.__module__.partition(".")[0])
     return openai.DefaultAsyncHttpxClient(transport=wire.plain_transport(httpx))
+
+
+# When the code that ends a streamed answer is loaded: once the first requests are out
+# (a few ms), while their answers are awaited.
+_WARM_AFTER_S = 0.05
+
+
+async def _warm_stream_end() -> None:
+    """The SDK ends each streamed answer under anyio.move_on_after, whose event-loop
+    backend anyio imports on first use (~20 ms): at the first answer, while every slot
+    waits on it. Loaded here instead, in the time the first requests are out."""
+    await asyncio.sleep(_WARM_AFTER_S)
+    try:
+        import anyio
+
+        anyio.current_time()  # from a task: loads anyio's asyncio backend
+    except Exception:  # an SDK built otherwise: the first answer loads what it needs
+        return
 
 
 # A run stores its chunks in order, each once its resolve answer is in: those calls go

@@ -644,9 +644,11 @@ class _Run:
                     self.step("resolve", f"decided by a batched resolve call{_of(piece, n)}")
                 if piece.index in embedding:
                     self.step("embed", f"{len(piece.vectors)} texts{_of(piece, n)}")
-                # One step of the loop between chunks, even when their answers are all in:
-                # a SIGINT lands between two chunks, not only after the whole document.
-                await asyncio.sleep(0)
+                # A few steps of the loop between chunks, even when their answers are all
+                # in: a SIGINT lands between two chunks, not only after the whole document,
+                # and an answer that came during the last store is read and its slot's next
+                # request sent before this store holds the loop again.
+                await _network_turn()
                 written.append(writer.store(piece))
                 self.step(
                     "store_artifact",
@@ -915,6 +917,17 @@ def _count(items: dict[str, list[Any]]) -> int:
 
 def _of(piece: Piece, n: int) -> str:
     return f" (chunk {piece.index + 1} of {n})" if piece.chunk is not None else ""
+
+
+# Loop steps from an answer's bytes to the next request sent: the socket read, the task
+# reading the answer (which frees its slot), the task the slot goes to.
+_NETWORK_STEPS = 3
+
+
+async def _network_turn() -> None:
+    """Let the answers that arrived be read, and the requests they make room for be sent."""
+    for _ in range(_NETWORK_STEPS):
+        await asyncio.sleep(0)
 
 
 async def _cancel(tasks) -> None:
