@@ -211,7 +211,13 @@ class Run:
 
 
 def _env(base_url: str, work: Path, args: argparse.Namespace) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("GB_", "OPENAI_"))}
+    # As search_bench.py: PYTHONDONTWRITEBYTECODE (set on some build machines) would have
+    # every gb process compile gligabao anew (~25-45 ms); an installed gb has its bytecode.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("GB_", "OPENAI_")) and k != "PYTHONDONTWRITEBYTECODE"
+    }
     config = work / "gligabao.toml"
     if not config.exists():
         config.write_text("# empty: every setting from its default or the environment\n")
