@@ -149,6 +149,10 @@ class _HandWritten(BaseHTTPRequestHandler):
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.flush()
             self.wfile.write(b"0\r\n\r\n")
+        elif self.framing == "bad length":
+            self.send_header("Content-Length", "many")
+            self.end_headers()
+            self.wfile.write(answer)
         elif self.framing == "cut":
             self.send_header("Content-Length", str(len(answer) + 50))
             self.end_headers()
@@ -170,14 +174,18 @@ def test_an_answer_in_chunks_or_ended_by_the_connection_is_read_whole(framing: s
     assert len(vector) == 64 and vector[1] == pytest.approx(1.0)
 
 
-def test_an_answer_cut_short_is_retried_then_named() -> None:
+@pytest.mark.parametrize(
+    ("framing", "named"),
+    [("cut", "closed the connection mid-answer"), ("bad length", "malformed Content-Length")],
+)
+def test_an_answer_cut_short_or_misframed_is_retried_then_named(framing: str, named: str) -> None:
     _HandWritten.protocol_version = "HTTP/1.1"
-    _HandWritten.framing = "cut"
+    _HandWritten.framing = framing
     _HandWritten.paths = []
     with serving(_HandWritten) as httpd:
         url = f"http://127.0.0.1:{httpd.server_port}/v1"
         config = load_config(None, {"llm.max_retries": 1}, env={"OPENAI_BASE_URL": url})
-        with pytest.raises(LLMError, match="closed the connection mid-answer"):
+        with pytest.raises(LLMError, match=named):
             _embed(config, "otter")
     assert _HandWritten.paths == ["/v1/embeddings"] * 2  # the first try and one retry
 

@@ -173,6 +173,11 @@ def _post(request: _Request, timeout: float) -> tuple[int, str, Any, bytes]:
         return exc.code, exc.reason or "", exc.headers, exc.read()
 
 
+# The most an answer's status line and headers may take (urllib's http.client allows
+# 100 lines of 64 KiB; an embeddings answer's head is a few hundred bytes).
+_HEAD_MAX = 1 << 16
+
+
 class _NotHTTP(OSError):
     """An answer that is not HTTP/1.x: a failure to reach the API, as a reset is."""
 
@@ -197,6 +202,8 @@ def _post_plain(request: _Request, timeout: float) -> tuple[int, str, Any, bytes
         sock.sendall(message)  # one write: head and body in one segment
         received = b""
         while b"\r\n\r\n" not in received:
+            if len(received) > _HEAD_MAX:
+                raise _NotHTTP("the answer's head is too long")
             data = sock.recv(1 << 16)
             if not data:
                 raise _NotHTTP("the server closed the connection without an answer")
@@ -212,10 +219,15 @@ def _post_plain(request: _Request, timeout: float) -> tuple[int, str, Any, bytes
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
         chunked = "chunked" in headers.get("transfer-encoding", "").lower()
-        length = None if chunked else headers.get("content-length")
+        length = None
+        if not chunked and "content-length" in headers:
+            try:
+                length = int(headers["content-length"])
+            except ValueError:
+                raise _NotHTTP("malformed Content-Length") from None
         while True:
-            if length is not None and len(body) >= int(length):
-                body = body[: int(length)]
+            if length is not None and len(body) >= length:
+                body = body[:length]
                 break
             if chunked and (whole := _unchunked(body)) is not None:
                 body = whole
