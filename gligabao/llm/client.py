@@ -24,7 +24,6 @@ import asyncio
 import hashlib
 import json
 import logging
-import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -47,6 +46,7 @@ from gligabao.llm.endpoint import (
     key_hint,
     no_surrogates,
     one_line,
+    plain_http,
     require_endpoint,
     safe_url,
     scrub,
@@ -821,9 +821,7 @@ def _plain_http_client(url: str) -> Any:
     the SDK's client over wire.plain_transport: no TLS context for the SDK to load its CA
     bundle into (~0.1 s before the first request) though no TLS connection is ever made,
     and a fifth of the CPU a request (issue 14); else None, the SDK's own."""
-    if not url.lower().startswith("http://") or any(
-        name.lower().endswith("_proxy") for name in os.environ
-    ):
+    if not plain_http(url):
         return None
     import importlib
 

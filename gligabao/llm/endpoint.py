@@ -107,6 +107,15 @@ def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
 _SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential")
 
 
+def plain_http(url: str) -> bool:
+    """Whether requests to `url` go over gb's own plain HTTP rather than the general
+    client's (the SDK's httpx, urllib): a plain-HTTP endpoint (a local llama.cpp, Ollama,
+    vLLM) with no *_proxy variable set, which only the general client honours."""
+    return url.lower().startswith("http://") and not any(
+        name.lower().endswith("_proxy") for name in os.environ
+    )
+
+
 def safe_url(url: str | None) -> str:
     """A base URL fit for a message, a log line or `gb config`: a user or password in it
     shown as ****, as is each query parameter named like a credential; host, port (as

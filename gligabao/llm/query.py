@@ -32,6 +32,7 @@ from gligabao.llm.endpoint import (
     backoff,
     key_hint,
     one_line,
+    plain_http,
     require_endpoint,
     scrub,
     server_message,
@@ -157,9 +158,7 @@ def _attempt(
 def _post(request: _Request, timeout: float) -> tuple[int, str, Any, bytes]:
     """(status, reason, headers with .get(lower-case name), body) of one POST; raises
     OSError (TimeoutError) when there is no answer."""
-    if request.url.lower().startswith("http://") and not any(
-        name.lower().endswith("_proxy") for name in os.environ
-    ):
+    if plain_http(request.url):
         return _post_plain(request, timeout)
     import urllib.error
     import urllib.request
