@@ -16,6 +16,7 @@ from gligabao.store import (
     datasets,
     db,
     forget,
+    fts,
     graph,
     inferences,
     integrity_problems,
@@ -412,6 +413,40 @@ def test_fts_candidates_take_any_text(conn, ds: int, hostile: str) -> None:
     assert [ids[row["id"]] for row in got] == HOSTILE_FTS[hostile]
     hits = artifacts.search_artifacts_fts(conn, ds, hostile)
     assert [h["artifact_id"] for h in hits] == ([doc] if HOSTILE_FTS[hostile] else [])
+
+
+def test_words_in_half_the_rows_are_searched_for_only_when_the_others_run_short(
+    conn, ds: int
+) -> None:
+    """A word in half the rows or more weighs nothing in bm25, so the rows matching the
+    other words are ranked without scoring every row it is in: the same hits in the same
+    order as FTS5's own ranking of every word, and past those the rows holding only the
+    common word, as FTS5 ranks them."""
+    docs = []
+    for i in range(10):
+        # "the" in every row; "harbour" in three, as often as their rank, lengths apart.
+        words = ["the"] * (i + 1) + ["harbour"] * (3 - i if i < 3 else 0) + ["tide"] * (i * 2)
+        docs.append(
+            artifacts.insert_document(conn, dataset_id=ds, text=" ".join(words), source=f"{i}.txt")
+        )
+    table = "gb_fts_artifacts"
+    assert fts.telling_words(conn, table, ["the", "harbour"]) == ["harbour"]
+    assert fts.telling_words(conn, table, ["the", "tide"]) == ["the", "tide"]  # 9 of 10: both
+    assert fts.telling_words(conn, table, ["harbour"]) == ["harbour"]
+
+    def fts5_ranking(limit: int) -> list[int]:
+        rows = db.query(
+            conn,
+            f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY rank LIMIT ?",
+            (fts.fts_query("the harbour"), limit),
+        )
+        return [r["rowid"] for r in rows]
+
+    hits = artifacts.search_artifacts_fts(conn, ds, "the harbour", limit=3)
+    assert [h["artifact_id"] for h in hits] == fts5_ranking(3) == docs[:3]
+    hits = artifacts.search_artifacts_fts(conn, ds, "the harbour", limit=5)
+    assert [h["artifact_id"] for h in hits] == fts5_ranking(5)
+    assert set(docs[:3]) < {h["artifact_id"] for h in hits}
 
 
 def test_fts_candidates_rank_and_fold(conn, ds: int) -> None:

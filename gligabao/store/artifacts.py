@@ -18,7 +18,7 @@ from gligabao.store.db import now_iso, transaction, write
 from gligabao.store.db import query as _rows
 from gligabao.store.db import query_one as _row
 from gligabao.store.errors import NotFound
-from gligabao.store.fts import fts_query
+from gligabao.store.fts import fts_query, telling_words, words_of
 
 __all__ = [
     "COMPLETE",
@@ -678,9 +678,13 @@ def search_artifacts_fts(
 ) -> list[dict[str, Any]]:
     """Keyword hits over chunks (as embedded), summaries and unchunked documents:
     `artifact_id`, `kind` and bm25 `rank` (lower is better), best first; only those of
-    `session` when it is given."""
-    match = fts_query(text)
-    if match is None or limit <= 0:
+    `session` when it is given.
+
+    The words found in half the rows or more, which bm25 weighs at nothing, are searched
+    for only when the others find fewer than `limit` rows: then the rows holding nothing
+    else come next, as bm25 ranks them (see fts.telling_words)."""
+    words = words_of(text)
+    if not words or limit <= 0:
         return []
     scope = (
         ""
@@ -689,13 +693,14 @@ def search_artifacts_fts(
             " AND rowid IN (SELECT id FROM gb_artifacts WHERE dataset_id = :d AND session_id = :s)"
         )
     )
-    return _rows(
-        conn,
-        f"""SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
-            WHERE gb_fts_artifacts MATCH :m AND dataset_id = :d{scope}
-            ORDER BY rank LIMIT :n""",
-        {"m": match, "d": dataset_id, "s": session, "n": limit},
-    )
+    sql = f"""SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
+              WHERE gb_fts_artifacts MATCH :m AND dataset_id = :d{scope}
+              ORDER BY rank LIMIT :n"""
+    telling = telling_words(conn, "gb_fts_artifacts", words)
+    hits = _rows(conn, sql, {"m": fts_query(telling), "d": dataset_id, "s": session, "n": limit})
+    if len(hits) < limit and len(telling) < len(words):
+        hits = _rows(conn, sql, {"m": fts_query(words), "d": dataset_id, "s": session, "n": limit})
+    return hits
 
 
 def summary_ids(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, int]:
