@@ -267,14 +267,19 @@ def _superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:
     """How many index rows the dataset's superseded versions hold at most (their chunks
     and summaries, or the document itself when unchunked). Older versions are kept, and
     so are their keyword rows and vectors (forgetting the newer version makes an older
-    one current again), so each method asks for this many more and drops them."""
+    one current again), so each method asks for this many more and drops them.
+
+    Read by the superseded_by index alone, which holds ids: `> 0` rather than `IS NOT
+    NULL`, which SQLite answered by reading every document (2.5 ms at 1,000 documents,
+    24 ms from a cold cache), and "+" so that neither the dataset nor the parent index
+    is taken instead."""
     row = _rows(
         conn,
         """SELECT count(*) AS documents,
                   coalesce(sum((SELECT count(*) FROM gb_artifacts c
                                 WHERE c.parent_id = d.id)), 0) AS chunks
-           FROM gb_artifacts d  -- by the superseded_by index (the "+": not by dataset)
-           WHERE +d.dataset_id = ? AND d.parent_id IS NULL AND d.superseded_by IS NOT NULL""",
+           FROM gb_artifacts d
+           WHERE +d.dataset_id = ? AND +d.parent_id IS NULL AND d.superseded_by > 0""",
         (dataset_id,),
     )[0]
     return row["documents"] + 2 * row["chunks"]
