@@ -182,8 +182,10 @@ def expire_unstated(
     conn: apsw.Connection, document_ids: Iterable[int], reason: str, at: str | None = None
 ) -> int:
     """Expire the facts linked to these (superseded or removed) documents or their chunks
-    that no version still current states: `expired_at` = `at` (default now), the reason
-    kept. Facts closed or expired already are left as they are. Returns how many."""
+    that no version still current states: `expired_at` = `at` (default now). Facts
+    expired already are left as they are; a fact closed in time but never expired (one
+    that came in closed by a later fact) is expired too, and keeps the reason it was
+    closed for. Returns how many."""
     ids = json_ids(document_ids)
     rows = query(
         conn,
