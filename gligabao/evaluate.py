@@ -24,9 +24,8 @@ import apsw
 from gligabao.errors import InputError
 from gligabao.inputs import read_list
 from gligabao.search import Fusion, Hit, search
-from gligabao.store.artifacts import find_by_source
+from gligabao.store.artifacts import find_by_source, tokens_of
 from gligabao.store.datasets import Dataset
-from gligabao.store.db import query as _rows
 from gligabao.store.errors import NotFound
 
 if TYPE_CHECKING:
@@ -220,15 +219,6 @@ def gold_documents(
     return docs
 
 
-def _tokens(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, int | None]:
-    rows = _rows(
-        conn,
-        "SELECT id, tokens FROM gb_artifacts WHERE id IN (SELECT value FROM json_each(?))",
-        (json.dumps(sorted(set(ids))),),
-    )
-    return {r["id"]: r["tokens"] for r in rows}
-
-
 def evaluate_dataset(
     conn: apsw.Connection,
     dataset: Dataset,
@@ -289,7 +279,7 @@ def evaluate_dataset(
                 if rank is None or rank > k:
                     failures[k] += 1
                     failed_lines[k].append(gold.line)
-        tokens = _tokens(conn, retrieved)
+        tokens = tokens_of(conn, retrieved)
         counted = [tokens[a] for a in retrieved if tokens.get(a) is not None]
         mean = sum(counted) / len(counted) if counted else None  # type: ignore[arg-type]
         results.append(

@@ -19,7 +19,6 @@ measuring retrieval") has the measurements; `gb eval --tune` learns w per datase
 from __future__ import annotations
 
 import bisect
-import json
 import re
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -29,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from gligabao.errors import ConfigError
-from gligabao.store import vectors
+from gligabao.store import hits, vectors
 from gligabao.store.artifacts import (
     SUMMARY_KIND,
     chunks_with_role,
@@ -39,7 +38,6 @@ from gligabao.store.artifacts import (
     summary_ids,
 )
 from gligabao.store.datasets import Dataset
-from gligabao.store.db import query as _rows
 
 if TYPE_CHECKING:
     from gligabao.config import Config
@@ -223,21 +221,6 @@ def lines_between(newlines: list[int], start: int, end: int) -> tuple[int, int]:
     return first, bisect.bisect_left(newlines, max(start, end - 1)) + 1
 
 
-def _kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
-    """id, parent_id, kind and whether its document is superseded, for each artifact:
-    no text, which for a document's row is the whole document."""
-    rows = _rows(
-        conn,
-        """SELECT a.id, a.parent_id, a.kind,
-                  CASE WHEN a.parent_id IS NULL THEN a.superseded_by
-                       ELSE d.superseded_by END AS superseded_by
-           FROM gb_artifacts a LEFT JOIN gb_artifacts d ON d.id = a.parent_id
-           WHERE a.id IN (SELECT value FROM json_each(?))""",
-        (json.dumps(list(ids)),),
-    )
-    return {r["id"]: r for r in rows}
-
-
 def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
     """Artifact ids mapped to their entry (a summary to its chunk), order kept; unknown
     ones, and those of superseded versions, dropped."""
@@ -247,9 +230,9 @@ def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
 def _entry_of_each(conn: apsw.Connection, ids: Sequence[int]) -> list[int | None]:
     """The entry of each artifact id (a summary's is its chunk), None for an unknown one
     or one of a superseded version."""
-    rows = _kinds(conn, ids)
+    rows = hits.kinds(conn, ids)
     summarized = [r["parent_id"] for r in rows.values() if r["kind"] == SUMMARY_KIND]
-    chunks = _kinds(conn, summarized) if summarized else {}
+    chunks = hits.kinds(conn, summarized) if summarized else {}
     out: list[int | None] = []
     for aid in ids:
         row = rows.get(aid)
@@ -261,40 +244,6 @@ def _entry_of_each(conn: apsw.Connection, ids: Sequence[int]) -> list[int | None
 
 # vec0 answers at most this many neighbours a query.
 _KNN_MAX = vectors.KNN_MAX
-
-
-def _superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:
-    """How many index rows the dataset's superseded versions hold at most (their chunks
-    and summaries, or the document itself when unchunked). Older versions are kept, and
-    so are their keyword rows and vectors (forgetting the newer version makes an older
-    one current again), so each method asks for this many more and drops them.
-
-    Read by the superseded_by index alone, which holds ids: `> 0` rather than `IS NOT
-    NULL`, which SQLite answered by reading every document (2.5 ms at 1,000 documents,
-    24 ms from a cold cache), and "+" so that neither the dataset nor the parent index
-    is taken instead."""
-    row = _rows(
-        conn,
-        """SELECT count(*) AS documents,
-                  coalesce(sum((SELECT count(*) FROM gb_artifacts c
-                                WHERE c.parent_id = d.id)), 0) AS chunks
-           FROM gb_artifacts d
-           WHERE +d.dataset_id = ? AND +d.parent_id IS NULL AND d.superseded_by > 0""",
-        (dataset_id,),
-    )[0]
-    return row["documents"] + 2 * row["chunks"]
-
-
-# What a hit shows. `head` is the document up to the chunk's end, as UTF-8 bytes: enough
-# to count the lines before and in the chunk without reading the rest of the document.
-_DETAILS = """
-SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section, a.locations,
-       d.id AS document_id, d.source,
-       CASE WHEN a.parent_id IS NULL THEN NULL
-            ELSE substr(CAST(d.text AS BLOB), 1, a.end_offset) END AS head
-FROM gb_artifacts a JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
-WHERE a.id IN (SELECT value FROM json_each(?))
-"""
 
 
 # BM25 scores this many times `depth` rows (see _bm25).
@@ -312,7 +261,7 @@ def _bm25(
 ) -> list[int]:
     """The `depth` entries BM25 ranks best; `scores` is given the BM25 score (higher is
     better; FTS5's rank is its negative) of those and of the next ones, down to
-    _SCORED_ROWS * depth rows (and `superseded` more, see _superseded_rows), for the
+    _SCORED_ROWS * depth rows (and `superseded` more, see candidates), for the
     fusion to weigh the vectors' candidates by too: FTS5 ranks every matching row
     whatever the limit (400 rows cost 7.5 ms against 5.1 for 50 on the dev set), while
     asking for given rows' scores costs ~65 ms. An entry's score is its best row's, when
@@ -522,7 +471,10 @@ def candidates(
     mapped(conn)
     rankings: dict[str, list[int]] = {}
     scores: dict[str, dict[int, float]] = {"bm25": {}, "vector": {}}
-    extra = _superseded_rows(conn, dataset.id)
+    # Older versions are kept, and so are their keyword rows and vectors (forgetting the
+    # newer version makes an older one current again): each method asks for as many
+    # more rows as they hold, and drops them.
+    extra = hits.superseded_rows(conn, dataset.id)
     if method == "vector":
         assert query_vector is not None
         vector = query_vector() if callable(query_vector) else query_vector
@@ -575,18 +527,10 @@ def hits_of(
     conn: apsw.Connection, chosen: Sequence[tuple[int, float, dict[str, int]]]
 ) -> list[Hit]:
     """The hits of ranked entries (Candidates.ranked), with their text, place and summary."""
-    ids = json.dumps([key for key, _, _ in chosen])
-    rows = {r["id"]: r for r in _rows(conn, _DETAILS, (ids,))}
-    summaries = {
-        r["parent_id"]: r["text"]
-        for r in _rows(
-            conn,
-            f"""SELECT parent_id, text FROM gb_artifacts WHERE kind = '{SUMMARY_KIND}'
-                AND parent_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
-            (ids,),
-        )
-    }
-    hits: list[Hit] = []
+    ids = [key for key, _, _ in chosen]
+    rows = hits.details(conn, ids)
+    summaries = hits.summaries(conn, ids)
+    found: list[Hit] = []
     for key, score, ranks in chosen:
         row = rows.get(key)  # type: ignore[call-overload]
         if row is None:
@@ -598,7 +542,7 @@ def hits_of(
         else:
             data = row["head"] or b""
         lines = line_range(data, start, end) if start is not None and end is not None else None
-        hits.append(
+        found.append(
             Hit(
                 score=score,
                 ranks=ranks,
@@ -616,7 +560,7 @@ def hits_of(
                 locations=locations_of(row),
             )
         )
-    return hits
+    return found
 
 
 # Why a dataset's vectors cannot be searched (see vector_obstacle).

@@ -27,7 +27,7 @@ from gligabao.formats import cut_source
 from gligabao.inputs import Source, shown_name
 from gligabao.pipeline import diff
 from gligabao.store import artifacts, datasets, versions
-from gligabao.store.db import dict_row, query, transaction, translate_errors
+from gligabao.store.db import dict_row, transaction, translate_errors
 from gligabao.store.errors import DatabaseError
 
 IN_SYNC = "in sync"
@@ -58,7 +58,7 @@ def sync_status(
     if document["status"] != "complete" or artifacts.pending_stages(document):
         stages = " ".join(artifacts.pending_stages(document)) or "chunks"
         return SyncStatus(source.label, INCOMPLETE, doc_id, f"still to do: {stages}")
-    stored = _stored_layout(conn, doc_id)
+    stored = artifacts.chunk_layout(conn, doc_id)
     current = _layout(cut_source(source, settings))
     if stored != current:
         return SyncStatus(
@@ -146,15 +146,6 @@ def _layout(result: Cut) -> list[dict[str, Any]]:
     ]
 
 
-def _stored_layout(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]]:
-    return query(
-        conn,
-        """SELECT start_offset, end_offset, tokens, section, anchor, context FROM gb_artifacts
-           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
-        (document_id,),
-    )
-
-
 def chunk_contexts(
     conn: apsw.Connection, source: Source, dataset_id: int | None, result: Cut
 ) -> dict[int, str]:
@@ -166,17 +157,9 @@ def chunk_contexts(
     document = remembered_document(conn, source, dataset_id)
     if document is None or document["content_sha256"] != source.sha256:
         return {}
-    if _stored_layout(conn, document["id"]) != _layout(result):
+    if artifacts.chunk_layout(conn, document["id"]) != _layout(result):
         return {}
-    rows = query(
-        conn,
-        """SELECT c.chunk_index, x.text FROM gb_artifacts c
-           JOIN gb_artifacts x ON x.parent_id = c.id AND x.kind = ?
-           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL
-           ORDER BY c.chunk_index, x.id""",
-        (artifacts.CONTEXT_KIND, document["id"]),
-    )
-    return {row["chunk_index"]: row["text"] for row in rows}
+    return artifacts.chunk_contexts(conn, document["id"])
 
 
 def stored_contexts(

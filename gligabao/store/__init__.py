@@ -34,6 +34,7 @@ _SUBMODULES = (
     "forget",
     "fts",
     "graph",
+    "hits",
     "inferences",
     "migrations",
     "stats",

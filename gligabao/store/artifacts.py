@@ -30,6 +30,8 @@ __all__ = [
     "SUPERSEDED",
     "add_pending",
     "artifact_place",
+    "chunk_contexts",
+    "chunk_layout",
     "chunks_with_role",
     "document_state",
     "documents_under",
@@ -55,6 +57,7 @@ __all__ = [
     "set_pending",
     "set_removed",
     "set_superseded",
+    "tokens_of",
     "update_status",
 ]
 
@@ -712,6 +715,41 @@ def summary_ids(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, in
         (json.dumps(list(chunk_ids)),),
     )
     return {r["id"]: r["parent_id"] for r in rows}
+
+
+def tokens_of(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, int | None]:
+    """The token count stored with each of these artifacts, by id."""
+    rows = _rows(
+        conn,
+        "SELECT id, tokens FROM gb_artifacts WHERE id IN (SELECT value FROM json_each(?))",
+        (json.dumps(sorted(set(ids))),),
+    )
+    return {r["id"]: r["tokens"] for r in rows}
+
+
+def chunk_layout(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]]:
+    """How a document was cut: each chunk's offsets, tokens, section, anchor and context,
+    in order."""
+    return _rows(
+        conn,
+        """SELECT start_offset, end_offset, tokens, section, anchor, context FROM gb_artifacts
+           WHERE parent_id = ? AND chunk_index IS NOT NULL ORDER BY chunk_index""",
+        (document_id,),
+    )
+
+
+def chunk_contexts(conn: apsw.Connection, document_id: int) -> dict[int, str]:
+    """The Contextual Retrieval context stored for each chunk of a document that has one,
+    by chunk index."""
+    rows = _rows(
+        conn,
+        """SELECT c.chunk_index, x.text FROM gb_artifacts c
+           JOIN gb_artifacts x ON x.parent_id = c.id AND x.kind = ?
+           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL
+           ORDER BY c.chunk_index, x.id""",
+        (CONTEXT_KIND, document_id),
+    )
+    return {row["chunk_index"]: row["text"] for row in rows}
 
 
 def session_documents(conn: apsw.Connection, dataset_id: int, session: str) -> list[int]:
