@@ -547,7 +547,7 @@ class _Document:
             end = sections[i + 1][0] if i + 1 < len(sections) else len(data)
             if i + 1 < len(sections):
                 end = self._trim(start, end)[1]
-            if splitter.count(start, end) <= self.chunk_size:
+            if splitter.fits(start, end):
                 region = [(start, end)]  # the section fits: one chunk
             else:
                 lo = bisect_left(self.atoms, (start, -1))
