@@ -49,15 +49,20 @@ item, so that no list runs on across a skipped segment. A fence or HTML block
 the parse leaves open across a skipped segment covers it; an HTML block is parsed
 again with the segment that ends it. So the headings, fences and tables found are
 those a parse of the whole text finds (the tests check it).
+
+Block starts, atoms and images are looked for only in the sections that are cut:
+most fit in one chunk.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from itertools import accumulate, pairwise
+from operator import attrgetter
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import heading as heading_rule
@@ -112,6 +117,7 @@ _HTML_STARTS = [start for start, _, interrupts in HTML_SEQUENCES if interrupts]
 _HTML_TAG_LINE = [start for start, _, interrupts in HTML_SEQUENCES if not interrupts]
 _ITEM = re.compile(rb"\n[ \t]*(?:[*+-]|[0-9]{1,9}[.)])(?:[ \t]|\r?\n)")
 _PLUS_ONE = (1).__add__
+_START = attrgetter("start")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _PADDING = re.compile(r"[ \t]{2,}")
 _DASHES = re.compile(r"-{4,}")
@@ -161,11 +167,13 @@ class _Node:
 
     __slots__ = ("children", "content", "end", "kind", "level", "section", "start")
 
-    def __init__(self, kind: str, start: int, end: int) -> None:
+    def __init__(
+        self, kind: str, start: int, end: int, children: list[_Node] | tuple[()] = ()
+    ) -> None:
         self.kind = kind
         self.start = start
         self.end = end
-        self.children: list[_Node] = []
+        self.children = children  # a list for a block that may hold others: () for a leaf
         self.level = 0  # a heading's level
         self.content = ""  # a heading's inline source
         self.section = False  # is or holds an h1-h3 heading
@@ -199,11 +207,15 @@ class _Document:
         scan = _LONE_CR.sub(b"\n", data) if b"\r" in data else data
         self.scan = scan
         self.lined = b"\n" + scan  # a match's start in it is a line start in scan
-        self.starts: list[int] = []  # block starts
+        # Of the section being cut (`_cut`): block starts, atoms, blocks holding images.
+        self.starts: list[int] = []
         self.atoms: list[tuple[int, int]] = []
         self.image_blocks: list[tuple[int, int]] = []  # blocks holding "![": see _images
         self.headings: list[_Heading] = []
         self.tables: list[_Table] = []
+        self.top: list[_Node] = []  # the top-level blocks
+        self.spans: list[tuple[int, int]] = []  # where each of them is
+        self.gaps: list[tuple[int, int]] = []  # text not parsed, and not inside a block
         self._slugs: dict[str, int] = {}
         self._structure()
 
@@ -230,13 +242,16 @@ class _Document:
             prev = run
         flagged = {bisect_right(bounds, m.start()) - 1 for m in _STRUCTURE.finditer(lined)}
         for m in _ANGLE.finditer(lined):
+            segment = bisect_right(bounds, m.start()) - 1
+            if segment in flagged:
+                continue
             end = lined.find(b"\n", m.end())
             line = lined[m.end() - 1 : end if end >= 0 else len(lined)].rstrip()
             text = line.decode("utf-8", "surrogatepass")
             if any(start.search(text) for start in _HTML_STARTS) or (
                 line.endswith(b">") and any(start.search(text) for start in _HTML_TAG_LINE)
             ):
-                flagged.add(bisect_right(bounds, m.start()) - 1)
+                flagged.add(segment)
         bounds.append(len(scan))
         self.runs = runs
         while True:
@@ -326,18 +341,23 @@ class _Document:
     # ---------------------------------------------------------------- the parse
 
     def _build(self, tokens, starts, ends, pieces) -> None:
-        """Nodes from the tokens, then blocks, atoms, headings and tables."""
+        """Nodes from the tokens; the headings and tables of the whole text."""
         size = len(self.data)
-        root = _Node("root", 0, size)
+        root = _Node("root", 0, size, [])
         stack = [root]
+        headings: list[_Node] = []
+        tables: list[_Node] = []
         for token in tokens:
             if token.nesting == 1:
-                node = _Node(token.type[:-5], -1, -1)
+                node = _Node(token.type[:-5], -1, -1, [])
                 if token.map:
                     node.start, node.end = starts[token.map[0]], ends[token.map[1] - 1]
                 if token.type == "heading_open":
                     node.level = int(token.tag[1])
                     node.section = node.level <= 3
+                    headings.append(node)
+                elif token.type == "table_open":
+                    tables.append(node)
                 stack[-1].children.append(node)
                 stack.append(node)
             elif token.nesting == -1:
@@ -354,14 +374,13 @@ class _Document:
                 stack[-1].children.append(_Node(token.type, starts[token.map[0]], end))
         # A separator's paragraph has no length: drop it.
         top = [n for n in root.children if n.end > n.start]
-        self._gaps(top, pieces)
-        for node in top:
-            self.starts.append(node.start)
-            self._descend(node)
-            self._collect(node)
-        self.starts.sort()
-        self.atoms.sort()
-        self.image_blocks.sort()
+        self.top = top
+        self.spans = [(n.start, n.end) for n in top]
+        self.gaps = self._gaps(self.spans, pieces)
+        for node in headings:
+            self._heading(node)
+        for node in tables:
+            self._table(node)
 
     def _descend(self, node: _Node) -> None:
         """Block starts inside ``node``, whose own start is one already."""
@@ -369,8 +388,7 @@ class _Document:
         if kind not in _CUT_BY_PARTS or (self._fits(node) and not node.section):
             return
         if kind == "table":
-            rows = [row for part in node.children[1:] for row in part.children]
-            self.starts.extend(row.start for row in rows[1:])
+            self.starts.extend(row.start for row in _rows(node)[1:])
         elif kind in _CODE:
             self.starts.extend(self._line_starts(node.start, node.end)[1:])
         else:
@@ -383,11 +401,10 @@ class _Document:
         return self.splitter.count(node.start, node.end) <= self.chunk_size
 
     def _collect(self, node: _Node) -> None:
-        """Atoms, headings and tables in ``node`` and below."""
+        """Atoms and blocks holding images in ``node`` and below."""
         kind = node.kind
         if kind == "heading":
             self._atom(node.start, node.end)
-            self._heading(node)
         elif kind == "paragraph":
             if self.scan.find(b"![", node.start, node.end) >= 0:
                 self.image_blocks.append((node.start, node.end))
@@ -399,13 +416,17 @@ class _Document:
                 for start, end in pairwise(bounds):
                     self._atom(start, end)
         elif kind == "table":
-            self._table(node)
+            rows = _rows(node)
+            header = node.children[0]  # thead: the header and delimiter rows
+            self._atom(header.start, rows[0].start if rows else node.end)
+            for row in rows:
+                self._atom(row.start, row.end)
         for child in node.children:
             self._collect(child)
 
     def _table(self, node: _Node) -> None:
         head = node.children[0]  # thead, the header row
-        rows = [row for part in node.children[1:] for row in part.children]
+        rows = _rows(node)
         header_end = rows[0].start if rows else node.end
         start, _ = self._trim(head.start, header_end)
         # The header and delimiter rows for the context, padding and long runs of
@@ -413,43 +434,42 @@ class _Document:
         text = self.data[head.start : header_end].decode("utf-8", "surrogatepass")
         row, delimiter = [*_LINE_BREAK.split(text), ""][:2]
         header = _PADDING.sub(" ", row) + "\n" + _PADDING.sub(" ", _DASHES.sub("---", delimiter))
-        self._atom(head.start, header_end)  # the header and delimiter rows
-        for row in rows:
-            self._atom(row.start, row.end)
         self.tables.append(_Table(start, self._trim(node.start, node.end)[1], header))
 
-    def _gaps(self, top: list[_Node], pieces: list[tuple[int, int]]) -> None:
-        """Blocks and atoms of the text that was not parsed: its runs of lines, and
-        the list items of a run larger than a chunk. A skipped stretch inside a
-        parsed block (a fence left open across it) belongs to that block."""
+    def _gaps(
+        self, spans: list[tuple[int, int]], pieces: list[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """The stretches of text between ``pieces`` (what was parsed) but those inside
+        a parsed block that runs across them (a fence left open across it), given the
+        ``spans`` of the top-level blocks: they belong to it."""
         gaps = []
         pos = 0
         for start, end in [*pieces, (len(self.data), len(self.data))]:
-            if start > pos:
+            if start > pos and not _within(spans, pos, start):
                 gaps.append((pos, start))
             pos = end
-        spans = [(n.start, n.end) for n in top]
+        return gaps
+
+    def _gap(self, gap_start: int, gap_end: int) -> None:
+        """Blocks and atoms of a stretch of text that was not parsed: its runs of lines,
+        and the list items of a run larger than a chunk."""
         runs, scan = self.runs, self.scan
-        for gap_start, gap_end in gaps:
-            i = bisect_right(spans, (gap_start, len(scan))) - 1
-            if i >= 0 and spans[i][1] >= gap_end:
-                continue  # inside a block that runs across it
-            lo, hi = bisect_right(runs, gap_start), bisect_left(runs, gap_end)
-            self.starts.append(gap_start)
-            self.starts.extend(runs[lo:hi])
-            bounds = [gap_start, *runs[lo:hi], gap_end]
-            # A run larger than a chunk: cut at its list items, if any.
-            if self.splitter.count(gap_start, gap_end) > self.chunk_size:
-                for run_start, run_end in pairwise(bounds):
-                    if self.splitter.count(run_start, run_end) > self.chunk_size:
-                        self.starts.extend(
-                            m.start() for m in _ITEM.finditer(self.lined, run_start + 1, run_end)
-                        )
-            pos = scan.find(b"![", gap_start, gap_end)
-            while pos >= 0:
-                r = bisect_right(bounds, pos) - 1
-                self.image_blocks.append((bounds[r], bounds[r + 1]))
-                pos = scan.find(b"![", bounds[r + 1], gap_end)
+        lo, hi = bisect_right(runs, gap_start), bisect_left(runs, gap_end)
+        self.starts.append(gap_start)
+        self.starts.extend(runs[lo:hi])
+        bounds = [gap_start, *runs[lo:hi], gap_end]
+        # A run larger than a chunk: cut at its list items, if any.
+        if self.splitter.count(gap_start, gap_end) > self.chunk_size:
+            for run_start, run_end in pairwise(bounds):
+                if self.splitter.count(run_start, run_end) > self.chunk_size:
+                    self.starts.extend(
+                        m.start() for m in _ITEM.finditer(self.lined, run_start + 1, run_end)
+                    )
+        pos = scan.find(b"![", gap_start, gap_end)
+        while pos >= 0:
+            r = bisect_right(bounds, pos) - 1
+            self.image_blocks.append((bounds[r], bounds[r + 1]))
+            pos = scan.find(b"![", bounds[r + 1], gap_end)
 
     # ---------------------------------------------------------------- pieces of it
 
@@ -512,9 +532,9 @@ class _Document:
         """(start, heading, first content) of each section: its heading is the one
         whose text it holds, its start that of the empty headings before it."""
         data = self.data
-        heads = sorted((h for h in self.headings if h.level <= 3), key=lambda h: h.start)
+        heads = [h for h in self.headings if h.level <= 3]  # headings are in order
         path: list[_Heading] = []
-        for h in sorted(self.headings, key=lambda h: h.start):
+        for h in self.headings:
             if h.level <= 3:
                 path = [p for p in path if p.level < h.level] + [h]
                 h.path = " > ".join(p.text for p in path)
@@ -539,42 +559,55 @@ class _Document:
         data, splitter = self.data, self.splitter
         sections = self._sections()
         heading_ends = sorted(h.end for h in self.headings)
-        spans: list[tuple[int, int]] = []
-        where: list[tuple[str | None, str | None, str]] = []
         paths = [h.path for _, h, _ in sections if h is not None]
         path_tokens = iter(_token_counts(paths, tokenizer))
+        spans: list[tuple[int, int]] = []
+        where: list[tuple[str | None, str | None, str]] = []
         for i, (start, heading, _content) in enumerate(sections):
-            end = sections[i + 1][0] if i + 1 < len(sections) else len(data)
-            if i + 1 < len(sections):
-                end = self._trim(start, end)[1]
-            if splitter.fits(start, end):
-                region = [(start, end)]  # the section fits: one chunk
-            else:
-                lo = bisect_left(self.atoms, (start, -1))
-                hi = bisect_left(self.atoms, (end, -1))
-                atoms = [a for a in self.atoms[lo:hi] if a[1] <= end]
-                blocks = self._blocks(start, end, heading_ends)
-                images = self._region_images(start, end)
-                if images:
-                    atoms = sorted(atoms + images)
-                region = splitter.region(start, end, blocks, atoms=atoms)
-            spans.extend(region)
+            end = self._trim(start, sections[i + 1][0])[1] if i + 1 < len(sections) else len(data)
             if heading is None:
                 info = (None, None, "")
             else:
                 context = _context_path(heading.path, next(path_tokens), tokenizer)
                 info = (heading.path, heading.anchor, context)
-            where.extend([info] * len(region))
-        # A chunk that starts inside a table, after its header: the header again.
-        tables = self.tables
-        if tables:
-            table_starts = [t.start for t in tables]
-            for i, (start, _) in enumerate(spans):
-                t = bisect_left(table_starts, start) - 1
-                if t >= 0 and start < tables[t].end:
-                    section, anchor, context = where[i]
-                    where[i] = (section, anchor, context + tables[t].header + "\n")
+            if splitter.fits(start, end):
+                spans.append((start, end))  # the section fits: one chunk
+                where.append(info)
+                continue
+            region = self._cut(start, end, heading_ends)
+            spans += region
+            # A chunk that starts inside a table, after its header: the header again.
+            # (Only a cut section has one: a section starts at its heading.)
+            for r_start, _ in region:
+                t = bisect_left(self.tables, r_start, key=_START) - 1
+                if t >= 0 and r_start < self.tables[t].end:
+                    where.append((*info[:2], info[2] + self.tables[t].header + "\n"))
+                else:
+                    where.append(info)
         return splitter.chunks(spans, where)
+
+    def _cut(self, start: int, end: int, heading_ends: list[int]) -> list[tuple[int, int]]:
+        """The chunks of a section larger than one, from its blocks, atoms and images:
+        found only now, in the blocks and the text not parsed that overlap it (most
+        sections fit in a chunk and need none of them)."""
+        self.starts, self.atoms, self.image_blocks = [], [], []
+        for node in _overlapping(self.top, self.spans, start, end):
+            self.starts.append(node.start)
+            self._descend(node)
+            self._collect(node)
+        for gap in _overlapping(self.gaps, self.gaps, start, end):
+            self._gap(*gap)
+        self.starts.sort()
+        self.atoms.sort()
+        self.image_blocks.sort()
+        lo = bisect_left(self.atoms, (start, -1))
+        hi = bisect_left(self.atoms, (end, -1))
+        atoms = [a for a in self.atoms[lo:hi] if a[1] <= end]
+        blocks = self._blocks(start, end, heading_ends)
+        images = self._region_images(start, end)
+        if images:
+            atoms = sorted(atoms + images)
+        return self.splitter.region(start, end, blocks, atoms=atoms)
 
     def _region_images(self, start: int, end: int) -> list[tuple[int, int]]:
         """The images of a section that is cut (finding them takes an inline parse)."""
@@ -602,6 +635,25 @@ class _Document:
             inner = [s for s in inner if s not in drop]
         bounds = [start, *inner, end]
         return list(pairwise(bounds))
+
+
+def _within(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether ``[start, end)`` lies inside one of ``spans`` (in order, apart)."""
+    i = bisect_right(spans, (start, sys.maxsize)) - 1
+    return i >= 0 and spans[i][1] >= end
+
+
+def _rows(table: _Node) -> list[_Node]:
+    """A table's rows after its header row."""
+    return [row for part in table.children[1:] for row in part.children]
+
+
+def _overlapping(items: list, spans: list[tuple[int, int]], start: int, end: int) -> list:
+    """The items whose spans (in order, apart) overlap ``[start, end)``."""
+    lo = bisect_right(spans, (start, sys.maxsize)) - 1  # the last that starts by start
+    if lo < 0 or spans[lo][1] <= start:
+        lo += 1
+    return items[lo : bisect_left(spans, (end, -1))]
 
 
 # --------------------------------------------------------------------------- inline
