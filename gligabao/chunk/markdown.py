@@ -49,15 +49,28 @@ item, so that no list runs on across a skipped segment. A fence or HTML block
 the parse leaves open across a skipped segment covers it; an HTML block is parsed
 again with the segment that ends it. So the headings, fences and tables found are
 those a parse of the whole text finds (the tests check it).
+
+Most flagged segments start (at column 0) a block whose extent their lines tell
+without a parse: a heading (ATX, or setext of one line), with at most a paragraph of
+plain lines after it in its segment; a fence, to its closing line, with only blank
+lines after that in its segment; an HTML block that ends in its segment. Those *lone*
+blocks are read as markdown-it's rules read them, and not parsed; where a block of the
+parse runs across one (a fence or HTML block left open), that one is parsed after all,
+so what is parsed, and found, is what it would be with no lone blocks. Block starts,
+atoms and images are looked for only in the sections that are cut: most fit in one
+chunk.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 import unicodedata
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate, pairwise
+from operator import attrgetter
 
 from markdown_it import MarkdownIt
 from markdown_it.rules_block import heading as heading_rule
@@ -73,9 +86,9 @@ CONTEXT_PATH_TOKENS = 30  # the section path in a chunk's context is cut to abou
 
 def _block_parser() -> MarkdownIt:
     """CommonMark with GFM tables, block structure only (inline parsing is done for
-    the few places that need it). ATX headings and HTML blocks, most of what is parsed
-    here, are tried right after indented code: of the rules between, none matches a
-    line that starts with "#" or "<", so the parse is the same, only sooner."""
+    the few places that need it). ATX headings and HTML blocks are tried right after
+    indented code: of the rules between, none matches a line that starts with "#" or
+    "<", so the parse is the same, only sooner."""
     md = MarkdownIt("commonmark").enable("table").disable(["inline", "text_join"])
     ruler = md.block.ruler
     for name, rule in (("heading", heading_rule), ("html_block", html_block_rule)):
@@ -111,7 +124,21 @@ _ANGLE = re.compile(rb"\n[ \t>*+\-0-9.)]*<")
 _HTML_STARTS = [start for start, _, interrupts in HTML_SEQUENCES if interrupts]
 _HTML_TAG_LINE = [start for start, _, interrupts in HTML_SEQUENCES if not interrupts]
 _ITEM = re.compile(rb"\n[ \t]*(?:[*+-]|[0-9]{1,9}[.)])(?:[ \t]|\r?\n)")
+# A segment that is one heading, maybe a paragraph after it, then blank lines, with no
+# CR or NUL (which markdown-it would change first): an ATX heading, its "#"s and the
+# rest of its line; or a setext heading of one line of text and its underline. Each line
+# of its text or paragraph starts with a letter and holds no "|", so that it can start
+# no other block, nor continue one.
+_PLAIN_LINES = rb"((?:\n[A-Za-z][^\r\n\x00|]*)*)[ \t\r\n]*"
+_ATX_ALONE = re.compile(rb"(#{1,6})((?:[ \t][^\r\n\x00]*)?)" + _PLAIN_LINES)
+_SETEXT_ALONE = re.compile(rb"([A-Za-z][^\r\n\x00|]*)\n {0,3}(=+|-+)[ \t]*" + _PLAIN_LINES)
+_ASCII_LETTERS = bytes(range(65, 91)) + bytes(range(97, 123))
+# A fence's opening line: its marker run and its info string.
+_FENCE = re.compile(rb"(`{3,}|~{3,})([^\n]*)")
+_BLANK_LINE = re.compile(rb"\n[ \t\r]*\n")
+_BLANK = b" \t\r\n"  # what a blank line holds (a form feed is text to markdown-it)
 _PLUS_ONE = (1).__add__
+_START = attrgetter("start")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _PADDING = re.compile(r"[ \t]{2,}")
 _DASHES = re.compile(r"-{4,}")
@@ -161,11 +188,13 @@ class _Node:
 
     __slots__ = ("children", "content", "end", "kind", "level", "section", "start")
 
-    def __init__(self, kind: str, start: int, end: int) -> None:
+    def __init__(
+        self, kind: str, start: int, end: int, children: list[_Node] | tuple[()] = ()
+    ) -> None:
         self.kind = kind
         self.start = start
         self.end = end
-        self.children: list[_Node] = []
+        self.children = children  # a list for a block that may hold others: () for a leaf
         self.level = 0  # a heading's level
         self.content = ""  # a heading's inline source
         self.section = False  # is or holds an h1-h3 heading
@@ -199,11 +228,15 @@ class _Document:
         scan = _LONE_CR.sub(b"\n", data) if b"\r" in data else data
         self.scan = scan
         self.lined = b"\n" + scan  # a match's start in it is a line start in scan
-        self.starts: list[int] = []  # block starts
+        # Of the section being cut (`_cut`): block starts, atoms, blocks holding images.
+        self.starts: list[int] = []
         self.atoms: list[tuple[int, int]] = []
         self.image_blocks: list[tuple[int, int]] = []  # blocks holding "![": see _images
         self.headings: list[_Heading] = []
         self.tables: list[_Table] = []
+        self.top: list[_Node] = []  # the top-level blocks, parsed or lone
+        self.spans: list[tuple[int, int]] = []  # where each of them is
+        self.gaps: list[tuple[int, int]] = []  # text not parsed, and not inside a block
         self._slugs: dict[str, int] = {}
         self._structure()
 
@@ -230,23 +263,156 @@ class _Document:
             prev = run
         flagged = {bisect_right(bounds, m.start()) - 1 for m in _STRUCTURE.finditer(lined)}
         for m in _ANGLE.finditer(lined):
+            segment = bisect_right(bounds, m.start()) - 1
+            if segment in flagged:
+                continue
             end = lined.find(b"\n", m.end())
             line = lined[m.end() - 1 : end if end >= 0 else len(lined)].rstrip()
             text = line.decode("utf-8", "surrogatepass")
             if any(start.search(text) for start in _HTML_STARTS) or (
                 line.endswith(b">") and any(start.search(text) for start in _HTML_TAG_LINE)
             ):
-                flagged.add(bisect_right(bounds, m.start()) - 1)
+                flagged.add(segment)
         bounds.append(len(scan))
         self.runs = runs
+        # Lone blocks (a heading, a fence, an HTML block: most of what is flagged, as a
+        # rule) are not parsed: their nodes are made here.
+        lone = self._lone_blocks(bounds, flagged)
         while True:
-            pieces = self._pieces(bounds, flagged)
+            skipped = set().union(*(range(i, stop) for i, (_, stop) in lone.items()))
+            parse = flagged - skipped
+            pieces = self._pieces(bounds, parse)
             tokens, starts, ends, piece_lines = self._parse(pieces)
-            more = self._recheck(tokens, ends, pieces, piece_lines, bounds)
+            more, spanned = self._recheck(tokens, ends, pieces, piece_lines, bounds, sorted(lone))
+            if spanned:
+                # A block of the parse runs across lone blocks (a fence or HTML block
+                # left open): those are parsed after all, and the parse done again, so
+                # that what is parsed is always what would be with no lone blocks.
+                for i in spanned:
+                    del lone[i]
+                continue
             if not more - flagged:
                 break
             flagged |= more
-        self._build(tokens, starts, ends, pieces)
+        lone_nodes = [node for nodes, _ in lone.values() for node in nodes]
+        self._build(tokens, starts, ends, self._pieces(bounds, parse | skipped), lone_nodes)
+
+    def _lone_blocks(
+        self, bounds: list[int], flagged: set[int]
+    ) -> dict[int, tuple[list[_Node], int]]:
+        """The flagged segments that start a block markdown-it would find whole without
+        a parse, read as its rules read them, by segment: the block's node (a heading's,
+        and the paragraph's after it) and the segment after its last. Each starts at
+        column 0 after a blank line, where the parse starts afresh unless a fence or
+        HTML block is open (see _recheck)."""
+        scan = self.scan
+        lone: dict[int, tuple[list[_Node], int]] = {}
+        stop = 0
+        for i in sorted(flagged):
+            if i < stop:
+                continue  # inside a lone fence
+            start, end = bounds[i], bounds[i + 1]
+            first = scan[start]
+            if first == 35 or first in _ASCII_LETTERS:  # "#", or a setext heading's text
+                nodes = self._lone_heading(start, end)
+                if nodes is not None:
+                    lone[i] = (nodes, i + 1)
+            elif first == 60:  # "<"
+                node = self._lone_html(start, end)
+                if node is not None:
+                    lone[i] = ([node], i + 1)
+            elif first in b"`~":
+                node = self._lone_fence(start)
+                if node is None:
+                    continue
+                last = bisect_right(bounds, node.end - 1) - 1  # the closing line's segment
+                if scan[node.end : bounds[last + 1]].strip(_BLANK):
+                    continue  # more after the closing line in its segment: parsed
+                stop = last + 1
+                lone[i] = ([node], stop)
+        return lone
+
+    def _lone_heading(self, start: int, end: int) -> list[_Node] | None:
+        """The heading of the segment ``[start, end)``, and the paragraph after it, if
+        the segment is just those (an ATX heading, or a setext heading of one line of
+        text), read as markdown-it's rules read them: the heading's level, and its text
+        without a closing run of "#". None where markdown-it is left to read it: the
+        segment is no such heading, or its text would start or end with whitespace that
+        markdown-it's trim may take (which differs between its versions)."""
+        scan = self.scan
+        match = _ATX_ALONE.fullmatch(scan, start, end)
+        if match is not None:
+            level = match.end(1) - start
+            text = self.data[match.start(2) : match.end(2)].decode("utf-8", "surrogatepass")
+            text = text.rstrip(" \t")
+            closed = text.rstrip("#")
+            if closed[-1:] in (" ", "\t"):
+                text = closed
+        else:
+            match = _SETEXT_ALONE.fullmatch(scan, start, end)
+            if match is None:
+                return None
+            level = 1 if scan[match.start(2)] == 61 else 2  # "=" or "-"
+            text = self.data[start : match.end(1)].decode("utf-8", "surrogatepass")
+        text = text.strip(" \t")
+        if text[:1].isspace() or text[-1:].isspace():
+            return None
+        paragraph = match.start(3)  # the line break before it, if any
+        line_end = scan.find(b"\n", match.end(2), end)
+        heading = _Node("heading", start, end if line_end < 0 else line_end + 1)
+        heading.level = level
+        heading.section = level <= 3
+        heading.content = text
+        if paragraph == match.end(3):
+            return [heading]
+        line_end = scan.find(b"\n", match.end(3), end)
+        return [heading, _Node("paragraph", paragraph + 1, end if line_end < 0 else line_end + 1)]
+
+    def _lone_fence(self, start: int) -> _Node | None:
+        """The fence opened by the line at ``start`` (column 0), to its closing line, or
+        to the end of the text where none closes it, as markdown-it's fence rule finds
+        it: None where that line opens no fence, or may open a table (it holds "|")."""
+        scan = self.scan
+        opening = _FENCE.match(scan, start)
+        if opening is None or b"|" in opening[0]:
+            return None
+        marker = opening[1][:1]
+        if marker == b"`" and b"`" in opening[2]:
+            return None  # a backtick fence's info string has no backtick
+        close = _fence_close(marker, len(opening[1])).search(scan, opening.end())
+        line_end = -1 if close is None else scan.find(b"\n", close.end())
+        return _Node("fence", start, len(scan) if line_end < 0 else line_end + 1)
+
+    def _lone_html(self, start: int, end: int) -> _Node | None:
+        """The HTML block at ``start`` (column 0) if it ends in its segment with only
+        blank lines after it, as markdown-it's HTML block rule finds it: at a blank line,
+        or at the line with its closing sequence (a comment's "-->"); else None."""
+        body = self.scan[start:end].rstrip(_BLANK)
+        if b"\x00" in body or b"\r" in body:
+            return None  # a NUL or CR, which the parse changes first
+        text = body.decode("utf-8", "surrogatepass")
+        first = text.split("\n", 1)[0]
+        if "|" in first:
+            return None  # it may start a table
+        kind = next((seq for seq in HTML_SEQUENCES if seq[0].search(first)), None)
+        if kind is None:
+            return None
+        if kind[1].search(""):  # it ends before a blank line: the segment's first
+            if _BLANK_LINE.search(body):
+                return None
+            last = len(body)  # the end of its last line, but for spaces
+        else:  # it ends with the line that holds its closing sequence
+            close = kind[1].search(text)
+            if close is None:
+                return None  # it runs on past its segment
+            line_end = text.find("\n", close.end())
+            if line_end >= 0 and text[line_end:].strip(" \t\r\n"):
+                return None  # more blocks in its segment
+            # In its last line: the end of the text, or the line break after the closing
+            # sequence (what follows it is blank, ASCII: as many bytes as characters).
+            last = len(body) if line_end < 0 else len(body) - (len(text) - line_end)
+        line_end = self.scan.find(b"\n", start + last)
+        return _Node("html_block", start, len(self.scan) if line_end < 0 else line_end + 1)
 
     @staticmethod
     def _pieces(bounds: list[int], flagged: set[int]) -> list[tuple[int, int]]:
@@ -288,11 +454,15 @@ class _Document:
         tokens = _BLOCKS.parse("".join(parts)) if parts else []
         return tokens, starts, ends, piece_lines
 
-    def _recheck(self, tokens, ends, pieces, piece_lines, bounds) -> set[int]:
+    def _recheck(
+        self, tokens, ends, pieces, piece_lines, bounds, lone: list[int]
+    ) -> tuple[set[int], set[int]]:
         """Skipped segments a top-level block of the parse runs across that may change
         it: one holding the end of an HTML block left open, or (never expected) any
-        block but a fence or HTML block running across one. Those are to be parsed."""
+        block but a fence or HTML block running across one. Those are to be parsed.
+        Also the ``lone`` blocks (their first segments, in order) any block runs across."""
         more: set[int] = set()
+        spanned: set[int] = set()
         size = len(self.data)
         tail = [(pieces[-1][1], size)] if pieces and pieces[-1][1] < size else []
         piece_of = []  # the piece of each parsed line
@@ -308,6 +478,9 @@ class _Document:
             gaps = [(pieces[p][1], pieces[p + 1][0]) for p in range(first, last)]
             if open_at_end:
                 gaps += tail  # left open at the end: it runs on to the end of the text
+            for gap_start, gap_end in gaps:
+                lo, hi = bisect_left(bounds, gap_start), bisect_left(bounds, gap_end)
+                spanned.update(lone[bisect_left(lone, lo) : bisect_left(lone, hi)])
             if not gaps or token.type == "fence":
                 continue
             close = None
@@ -321,23 +494,30 @@ class _Document:
                         continue
                 lo = bisect_left(bounds, gap_start)
                 more.update(range(lo, bisect_left(bounds, gap_end)))
-        return more
+        return more, spanned
 
     # ---------------------------------------------------------------- the parse
 
-    def _build(self, tokens, starts, ends, pieces) -> None:
-        """Nodes from the tokens, then blocks, atoms, headings and tables."""
+    def _build(self, tokens, starts, ends, covered, lone: list[_Node]) -> None:
+        """Nodes from the tokens, with those of the ``lone`` blocks (not parsed); the
+        headings and tables of the whole text. ``covered``: the stretches of text parsed
+        or in a lone block; the others are the gaps."""
         size = len(self.data)
-        root = _Node("root", 0, size)
+        root = _Node("root", 0, size, [])
         stack = [root]
+        headings: list[_Node] = []
+        tables: list[_Node] = []
         for token in tokens:
             if token.nesting == 1:
-                node = _Node(token.type[:-5], -1, -1)
+                node = _Node(token.type[:-5], -1, -1, [])
                 if token.map:
                     node.start, node.end = starts[token.map[0]], ends[token.map[1] - 1]
                 if token.type == "heading_open":
                     node.level = int(token.tag[1])
                     node.section = node.level <= 3
+                    headings.append(node)
+                elif token.type == "table_open":
+                    tables.append(node)
                 stack[-1].children.append(node)
                 stack.append(node)
             elif token.nesting == -1:
@@ -354,14 +534,14 @@ class _Document:
                 stack[-1].children.append(_Node(token.type, starts[token.map[0]], end))
         # A separator's paragraph has no length: drop it.
         top = [n for n in root.children if n.end > n.start]
-        self._gaps(top, pieces)
-        for node in top:
-            self.starts.append(node.start)
-            self._descend(node)
-            self._collect(node)
-        self.starts.sort()
-        self.atoms.sort()
-        self.image_blocks.sort()
+        self.gaps = self._gaps([(n.start, n.end) for n in top], covered)
+        self.top = sorted(top + lone, key=_START)
+        self.spans = [(n.start, n.end) for n in self.top]
+        headings += (node for node in lone if node.kind == "heading")
+        for node in sorted(headings, key=_START):
+            self._heading(node)
+        for node in tables:
+            self._table(node)
 
     def _descend(self, node: _Node) -> None:
         """Block starts inside ``node``, whose own start is one already."""
@@ -369,8 +549,7 @@ class _Document:
         if kind not in _CUT_BY_PARTS or (self._fits(node) and not node.section):
             return
         if kind == "table":
-            rows = [row for part in node.children[1:] for row in part.children]
-            self.starts.extend(row.start for row in rows[1:])
+            self.starts.extend(row.start for row in _rows(node)[1:])
         elif kind in _CODE:
             self.starts.extend(self._line_starts(node.start, node.end)[1:])
         else:
@@ -383,11 +562,10 @@ class _Document:
         return self.splitter.count(node.start, node.end) <= self.chunk_size
 
     def _collect(self, node: _Node) -> None:
-        """Atoms, headings and tables in ``node`` and below."""
+        """Atoms and blocks holding images in ``node`` and below."""
         kind = node.kind
         if kind == "heading":
             self._atom(node.start, node.end)
-            self._heading(node)
         elif kind == "paragraph":
             if self.scan.find(b"![", node.start, node.end) >= 0:
                 self.image_blocks.append((node.start, node.end))
@@ -399,13 +577,17 @@ class _Document:
                 for start, end in pairwise(bounds):
                     self._atom(start, end)
         elif kind == "table":
-            self._table(node)
+            rows = _rows(node)
+            header = node.children[0]  # thead: the header and delimiter rows
+            self._atom(header.start, rows[0].start if rows else node.end)
+            for row in rows:
+                self._atom(row.start, row.end)
         for child in node.children:
             self._collect(child)
 
     def _table(self, node: _Node) -> None:
         head = node.children[0]  # thead, the header row
-        rows = [row for part in node.children[1:] for row in part.children]
+        rows = _rows(node)
         header_end = rows[0].start if rows else node.end
         start, _ = self._trim(head.start, header_end)
         # The header and delimiter rows for the context, padding and long runs of
@@ -413,43 +595,42 @@ class _Document:
         text = self.data[head.start : header_end].decode("utf-8", "surrogatepass")
         row, delimiter = [*_LINE_BREAK.split(text), ""][:2]
         header = _PADDING.sub(" ", row) + "\n" + _PADDING.sub(" ", _DASHES.sub("---", delimiter))
-        self._atom(head.start, header_end)  # the header and delimiter rows
-        for row in rows:
-            self._atom(row.start, row.end)
         self.tables.append(_Table(start, self._trim(node.start, node.end)[1], header))
 
-    def _gaps(self, top: list[_Node], pieces: list[tuple[int, int]]) -> None:
-        """Blocks and atoms of the text that was not parsed: its runs of lines, and
-        the list items of a run larger than a chunk. A skipped stretch inside a
-        parsed block (a fence left open across it) belongs to that block."""
+    def _gaps(
+        self, spans: list[tuple[int, int]], pieces: list[tuple[int, int]]
+    ) -> list[tuple[int, int]]:
+        """The stretches of text between ``pieces`` (what was parsed, and lone blocks)
+        but those inside a parsed block that runs across them (a fence left open across
+        it), given the ``spans`` of the top-level blocks: they belong to it."""
         gaps = []
         pos = 0
         for start, end in [*pieces, (len(self.data), len(self.data))]:
-            if start > pos:
+            if start > pos and not _within(spans, pos, start):
                 gaps.append((pos, start))
             pos = end
-        spans = [(n.start, n.end) for n in top]
+        return gaps
+
+    def _gap(self, gap_start: int, gap_end: int) -> None:
+        """Blocks and atoms of a stretch of text that was not parsed: its runs of lines,
+        and the list items of a run larger than a chunk."""
         runs, scan = self.runs, self.scan
-        for gap_start, gap_end in gaps:
-            i = bisect_right(spans, (gap_start, len(scan))) - 1
-            if i >= 0 and spans[i][1] >= gap_end:
-                continue  # inside a block that runs across it
-            lo, hi = bisect_right(runs, gap_start), bisect_left(runs, gap_end)
-            self.starts.append(gap_start)
-            self.starts.extend(runs[lo:hi])
-            bounds = [gap_start, *runs[lo:hi], gap_end]
-            # A run larger than a chunk: cut at its list items, if any.
-            if self.splitter.count(gap_start, gap_end) > self.chunk_size:
-                for run_start, run_end in pairwise(bounds):
-                    if self.splitter.count(run_start, run_end) > self.chunk_size:
-                        self.starts.extend(
-                            m.start() for m in _ITEM.finditer(self.lined, run_start + 1, run_end)
-                        )
-            pos = scan.find(b"![", gap_start, gap_end)
-            while pos >= 0:
-                r = bisect_right(bounds, pos) - 1
-                self.image_blocks.append((bounds[r], bounds[r + 1]))
-                pos = scan.find(b"![", bounds[r + 1], gap_end)
+        lo, hi = bisect_right(runs, gap_start), bisect_left(runs, gap_end)
+        self.starts.append(gap_start)
+        self.starts.extend(runs[lo:hi])
+        bounds = [gap_start, *runs[lo:hi], gap_end]
+        # A run larger than a chunk: cut at its list items, if any.
+        if self.splitter.count(gap_start, gap_end) > self.chunk_size:
+            for run_start, run_end in pairwise(bounds):
+                if self.splitter.count(run_start, run_end) > self.chunk_size:
+                    self.starts.extend(
+                        m.start() for m in _ITEM.finditer(self.lined, run_start + 1, run_end)
+                    )
+        pos = scan.find(b"![", gap_start, gap_end)
+        while pos >= 0:
+            r = bisect_right(bounds, pos) - 1
+            self.image_blocks.append((bounds[r], bounds[r + 1]))
+            pos = scan.find(b"![", bounds[r + 1], gap_end)
 
     # ---------------------------------------------------------------- pieces of it
 
@@ -512,9 +693,9 @@ class _Document:
         """(start, heading, first content) of each section: its heading is the one
         whose text it holds, its start that of the empty headings before it."""
         data = self.data
-        heads = sorted((h for h in self.headings if h.level <= 3), key=lambda h: h.start)
+        heads = [h for h in self.headings if h.level <= 3]  # headings are in order
         path: list[_Heading] = []
-        for h in sorted(self.headings, key=lambda h: h.start):
+        for h in self.headings:
             if h.level <= 3:
                 path = [p for p in path if p.level < h.level] + [h]
                 h.path = " > ".join(p.text for p in path)
@@ -539,42 +720,55 @@ class _Document:
         data, splitter = self.data, self.splitter
         sections = self._sections()
         heading_ends = sorted(h.end for h in self.headings)
-        spans: list[tuple[int, int]] = []
-        where: list[tuple[str | None, str | None, str]] = []
         paths = [h.path for _, h, _ in sections if h is not None]
         path_tokens = iter(_token_counts(paths, tokenizer))
+        spans: list[tuple[int, int]] = []
+        where: list[tuple[str | None, str | None, str]] = []
         for i, (start, heading, _content) in enumerate(sections):
-            end = sections[i + 1][0] if i + 1 < len(sections) else len(data)
-            if i + 1 < len(sections):
-                end = self._trim(start, end)[1]
-            if splitter.count(start, end) <= self.chunk_size:
-                region = [(start, end)]  # the section fits: one chunk
-            else:
-                lo = bisect_left(self.atoms, (start, -1))
-                hi = bisect_left(self.atoms, (end, -1))
-                atoms = [a for a in self.atoms[lo:hi] if a[1] <= end]
-                blocks = self._blocks(start, end, heading_ends)
-                images = self._region_images(start, end)
-                if images:
-                    atoms = sorted(atoms + images)
-                region = splitter.region(start, end, blocks, atoms=atoms)
-            spans.extend(region)
+            end = self._trim(start, sections[i + 1][0])[1] if i + 1 < len(sections) else len(data)
             if heading is None:
                 info = (None, None, "")
             else:
                 context = _context_path(heading.path, next(path_tokens), tokenizer)
                 info = (heading.path, heading.anchor, context)
-            where.extend([info] * len(region))
-        # A chunk that starts inside a table, after its header: the header again.
-        tables = self.tables
-        if tables:
-            table_starts = [t.start for t in tables]
-            for i, (start, _) in enumerate(spans):
-                t = bisect_left(table_starts, start) - 1
-                if t >= 0 and start < tables[t].end:
-                    section, anchor, context = where[i]
-                    where[i] = (section, anchor, context + tables[t].header + "\n")
+            if splitter.fits(start, end):
+                spans.append((start, end))  # the section fits: one chunk
+                where.append(info)
+                continue
+            region = self._cut(start, end, heading_ends)
+            spans += region
+            # A chunk that starts inside a table, after its header: the header again.
+            # (Only a cut section has one: a section starts at its heading.)
+            for r_start, _ in region:
+                t = bisect_left(self.tables, r_start, key=_START) - 1
+                if t >= 0 and r_start < self.tables[t].end:
+                    where.append((*info[:2], info[2] + self.tables[t].header + "\n"))
+                else:
+                    where.append(info)
         return splitter.chunks(spans, where)
+
+    def _cut(self, start: int, end: int, heading_ends: list[int]) -> list[tuple[int, int]]:
+        """The chunks of a section larger than one, from its blocks, atoms and images:
+        found only now, in the blocks and the text not parsed that overlap it (most
+        sections fit in a chunk and need none of them)."""
+        self.starts, self.atoms, self.image_blocks = [], [], []
+        for node in _overlapping(self.top, self.spans, start, end):
+            self.starts.append(node.start)
+            self._descend(node)
+            self._collect(node)
+        for gap in _overlapping(self.gaps, self.gaps, start, end):
+            self._gap(*gap)
+        self.starts.sort()
+        self.atoms.sort()
+        self.image_blocks.sort()
+        lo = bisect_left(self.atoms, (start, -1))
+        hi = bisect_left(self.atoms, (end, -1))
+        atoms = [a for a in self.atoms[lo:hi] if a[1] <= end]
+        blocks = self._blocks(start, end, heading_ends)
+        images = self._region_images(start, end)
+        if images:
+            atoms = sorted(atoms + images)
+        return self.splitter.region(start, end, blocks, atoms=atoms)
 
     def _region_images(self, start: int, end: int) -> list[tuple[int, int]]:
         """The images of a section that is cut (finding them takes an inline parse)."""
@@ -602,6 +796,32 @@ class _Document:
             inner = [s for s in inner if s not in drop]
         bounds = [start, *inner, end]
         return list(pairwise(bounds))
+
+
+@lru_cache(maxsize=64)
+def _fence_close(marker: bytes, length: int) -> re.Pattern[bytes]:
+    """A line that closes a fence of ``length`` ``marker``s: indented less than a code
+    block, as many markers or more, then only spaces (and a CRLF's CR)."""
+    return re.compile(rb"\n {0,3}%s{%d,}[ \t]*\r?(?=\n|\Z)" % (re.escape(marker), length))
+
+
+def _within(spans: list[tuple[int, int]], start: int, end: int) -> bool:
+    """Whether ``[start, end)`` lies inside one of ``spans`` (in order, apart)."""
+    i = bisect_right(spans, (start, sys.maxsize)) - 1
+    return i >= 0 and spans[i][1] >= end
+
+
+def _rows(table: _Node) -> list[_Node]:
+    """A table's rows after its header row."""
+    return [row for part in table.children[1:] for row in part.children]
+
+
+def _overlapping(items: list, spans: list[tuple[int, int]], start: int, end: int) -> list:
+    """The items whose spans (in order, apart) overlap ``[start, end)``."""
+    lo = bisect_right(spans, (start, sys.maxsize)) - 1  # the last that starts by start
+    if lo < 0 or spans[lo][1] <= start:
+        lo += 1
+    return items[lo : bisect_left(spans, (end, -1))]
 
 
 # --------------------------------------------------------------------------- inline

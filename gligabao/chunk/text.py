@@ -135,8 +135,8 @@ class Splitter:
         self.counter = span_counter(self.tokenizer, self.data)
         self.chunk_size = chunk_size
         self.budget = overlap_budget(chunk_size, overlap_percent)
-        # The tokens, and overlap tokens, of chunk spans already summed from their units,
-        # so that `chunks` need not count those bytes again.
+        # The tokens, and overlap tokens, of chunk spans already summed from their units
+        # (or counted by `fits`), so that `chunks` need not count those bytes again.
         self._tokens: dict[tuple[int, int], tuple[int, int | None]] = {}
 
     def count(self, start: int, end: int) -> int:
@@ -146,6 +146,15 @@ class Splitter:
     def tokens(self) -> int:
         """Tokens of the whole text, as the tokenizer counts it."""
         return self.counter.count(0, len(self.data))
+
+    def fits(self, start: int, end: int) -> bool:
+        """Whether ``data[start:end]`` fits in one chunk. If it does, its tokens are kept
+        for `chunks`, which then need not count that span again."""
+        tokens = self.counter.count(start, end)
+        if tokens > self.chunk_size:
+            return False
+        self._tokens[start, end] = (tokens, None)
+        return True
 
     def region(
         self,
