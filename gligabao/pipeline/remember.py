@@ -55,7 +55,7 @@ from gligabao.pipeline.resolve import (
 )
 from gligabao.pipeline.write import Piece, Writer, Written, pause
 from gligabao.store import artifacts, claims, datasets, graph, inferences, vectors, versions
-from gligabao.store.db import now_iso, query, transaction
+from gligabao.store.db import now_iso, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
@@ -318,7 +318,10 @@ class _Run:
         if document is not None:
             self.valid_at = document["valid_at"]
             self.reference = document["reference_time"] or document["valid_at"]
-            stored = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
+            stored = {
+                row["chunk_index"]: row
+                for row in artifacts.chunks_with_summaries(self.conn, document["id"])
+            }
         if document is not None and document["settings"]:
             # Completing a document: cut it exactly as its first run did.
             self.settings = _stored_settings(document)
@@ -405,7 +408,10 @@ class _Run:
         outcome = self._offline(document, result, pieces, stored, "", "embedded")
         outcome.notices.clear()
         document = artifacts.get_artifact(self.conn, outcome.response["artifact_id"])
-        by_index = {row["chunk_index"]: row for row in _chunks_of(self.conn, document["id"])}
+        by_index = {
+            row["chunk_index"]: row
+            for row in artifacts.chunks_with_summaries(self.conn, document["id"])
+        }
         with transaction(self.conn):
             rows = []
             for piece, vecs in zip(wanted, got, strict=True):
@@ -514,7 +520,8 @@ class _Run:
                             self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
                         )
         left = not result.chunks or any(
-            artifacts.pending_stages(row) for row in _chunks_of(self.conn, document["id"])
+            artifacts.pending_stages(row)
+            for row in artifacts.chunks_with_summaries(self.conn, document["id"])
         )
         if left or document["status"] != "complete":
             artifacts.set_pending(
@@ -745,15 +752,10 @@ class _Run:
         with transaction(self.conn):
             artifacts.update_status(self.conn, document["id"], "complete")
             if self.source.path is not None:
-                for row in query(
-                    self.conn,
-                    # Older versions only: a newer one, stored meanwhile by another run,
-                    # is the latest and stays so.
-                    """SELECT id FROM gb_artifacts WHERE dataset_id = ? AND source = ?
-                       AND parent_id IS NULL AND superseded_by IS NULL AND id < ?""",
-                    (self.dataset.id, self.stored_source, document["id"]),
+                for older in versions.older_current_versions(
+                    self.conn, self.dataset.id, self.stored_source, document["id"]
                 ):
-                    artifacts.set_superseded(self.conn, row["id"], document["id"])
+                    artifacts.set_superseded(self.conn, older, document["id"])
             if whole:
                 self._expire(document)
         return artifacts.get_artifact(self.conn, document["id"])
@@ -809,7 +811,9 @@ def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[st
         invalidated += w.invalidated
         for index, count in w.embedded.items():
             embedded[index] += count
-    chunk_rows = _chunks_of(conn, document["id"]) if document["chunk_count"] else []
+    chunk_rows = (
+        artifacts.chunks_with_summaries(conn, document["id"]) if document["chunk_count"] else []
+    )
     earlier = [a for a in (document["id"], *(r["id"] for r in chunk_rows)) if a not in by_artifact]
     if earlier:
         for row in graph.entities_for_artifacts(conn, earlier):
@@ -872,26 +876,6 @@ def _stored_settings(document: dict[str, Any]) -> ChunkSettings:
         mode=document["mode"] or recorded["mode"],
         tokenizer=get_tokenizer(recorded["tokenizer"]),
         chat_window=recorded.get("chat_window", "multi"),
-    )
-
-
-def _chunks_of(conn, document_id: int) -> list[dict[str, Any]]:
-    return query(
-        conn,
-        """SELECT c.*, s.id AS summary_id, s.text AS summary_text,
-                  s.inference_id AS summary_inference, m.name AS summary_model,
-                  i.reasoning AS summary_reasoning,
-                  (SELECT count(*) FROM gb_entity_artifacts l WHERE l.artifact_id = c.id)
-                      AS entity_links,
-                  (SELECT count(*) FROM gb_edge_artifacts l WHERE l.artifact_id = c.id)
-                      AS edge_links
-           FROM gb_artifacts c
-           LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
-           LEFT JOIN gb_inferences i ON i.id = s.inference_id
-           LEFT JOIN gb_models m ON m.id = i.model_id
-           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL
-           ORDER BY c.chunk_index""",
-        (document_id,),
     )
 
 

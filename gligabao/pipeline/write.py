@@ -19,7 +19,7 @@ from gligabao.evidence import locate_quote
 from gligabao.llm.float32 import Float32
 from gligabao.pipeline.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
-from gligabao.store.db import query_one, transaction
+from gligabao.store.db import transaction
 
 # Test-only, for tests/test_batch_processes.py, which kills -9 a run at exact points of
 # its store phase: GB_TEST_PAUSE_AT="POINT" or "POINT:CHUNK" stops the run the first time
@@ -120,12 +120,7 @@ class Writer:
             if piece.chunk is None:
                 artifact_id = doc["id"]
             else:
-                stored = query_one(
-                    self.conn,
-                    """SELECT id, pending FROM gb_artifacts
-                       WHERE parent_id = ? AND chunk_index = ?""",
-                    (doc["id"], piece.chunk.index),
-                )
+                stored = artifacts.chunk_at(self.conn, doc["id"], piece.chunk.index)
                 if stored is not None and not stored["pending"]:
                     # Another gb process completing the same document stored it first.
                     return self._already_stored(piece, stored["id"])

@@ -30,9 +30,11 @@ __all__ = [
     "SUPERSEDED",
     "add_pending",
     "artifact_place",
+    "chunk_at",
     "chunk_contexts",
     "chunk_layout",
     "chunks_with_role",
+    "chunks_with_summaries",
     "document_state",
     "documents_under",
     "embedded_text",
@@ -715,6 +717,38 @@ def summary_ids(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, in
         (json.dumps(list(chunk_ids)),),
     )
     return {r["id"]: r["parent_id"] for r in rows}
+
+
+def chunks_with_summaries(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]]:
+    """A document's chunks in order, each with its summary (`summary_id`,
+    `summary_text`, `summary_inference`, and the model and reasoning that made it) and
+    how many entities and facts link to it (`entity_links`, `edge_links`)."""
+    return _rows(
+        conn,
+        """SELECT c.*, s.id AS summary_id, s.text AS summary_text,
+                  s.inference_id AS summary_inference, m.name AS summary_model,
+                  i.reasoning AS summary_reasoning,
+                  (SELECT count(*) FROM gb_entity_artifacts l WHERE l.artifact_id = c.id)
+                      AS entity_links,
+                  (SELECT count(*) FROM gb_edge_artifacts l WHERE l.artifact_id = c.id)
+                      AS edge_links
+           FROM gb_artifacts c
+           LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
+           LEFT JOIN gb_inferences i ON i.id = s.inference_id
+           LEFT JOIN gb_models m ON m.id = i.model_id
+           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL
+           ORDER BY c.chunk_index""",
+        (document_id,),
+    )
+
+
+def chunk_at(conn: apsw.Connection, document_id: int, chunk_index: int) -> dict[str, Any] | None:
+    """The `id` and `pending` stages of a document's chunk at `chunk_index`, if stored."""
+    return _row(
+        conn,
+        "SELECT id, pending FROM gb_artifacts WHERE parent_id = ? AND chunk_index = ?",
+        (document_id, chunk_index),
+    )
 
 
 def tokens_of(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, int | None]:

@@ -23,6 +23,7 @@ from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, 
 __all__ = [
     "copy_chunk",
     "expire_unstated",
+    "older_current_versions",
     "previous_version",
     "replaced_by",
     "reusable_chunks",
@@ -52,6 +53,20 @@ def replaced_by(conn: apsw.Connection, document_id: int) -> list[int]:
         conn,
         "SELECT id FROM gb_artifacts WHERE superseded_by = ? AND id <> ? ORDER BY id",
         (document_id, document_id),
+    )
+    return [row["id"] for row in rows]
+
+
+def older_current_versions(
+    conn: apsw.Connection, dataset_id: int, source: str, document_id: int
+) -> list[int]:
+    """The versions of `source` older than `document_id` that nothing superseded yet: a
+    newer one, stored meanwhile by another run, is the latest and is not among them."""
+    rows = query(
+        conn,
+        """SELECT id FROM gb_artifacts WHERE dataset_id = ? AND source = ?
+           AND parent_id IS NULL AND superseded_by IS NULL AND id < ? ORDER BY id""",
+        (dataset_id, source, document_id),
     )
     return [row["id"] for row in rows]
 
