@@ -4,7 +4,7 @@ found in its chunk, and how much narrower the evidence a user is shown becomes.
 Cuts a real document (default: the Apache License 2.0 shipped in tests/corpus) as `gb
 remember` would, asks an OpenAI-compatible server for each chunk's `extract_graph`, as
 gb does (the same request, prompt and schema), and locates each fact's quote in its
-chunk with `gligabao.evidence.locate_quote`. Prints the share of quotes found exactly,
+chunk with `gligabao.base.evidence.locate_quote`. Prints the share of quotes found exactly,
 found only tolerantly (case, spacing), and not found (the chunk stands for them), and
 the mean evidence length in bytes beside the mean chunk length.
 
@@ -29,9 +29,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from gligabao.base.evidence import locate_quote  # noqa: E402
 from gligabao.chunk import cut  # noqa: E402
 from gligabao.config import load_config  # noqa: E402
-from gligabao.evidence import locate_quote  # noqa: E402
 from gligabao.llm import LLM, LLMError, extract_graph_request  # noqa: E402
 
 

@@ -1,4 +1,4 @@
-"""Benchmark the format readers (gligabao.formats) on real inputs, and the libraries
+"""Benchmark the format readers (gligabao.read.documents) on real inputs, and the libraries
 they were chosen from.
 
 - PDF: pages per second of our reader (PDFium through pypdfium2) and of pypdf on two
@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gligabao.chunk import ChunkSettings
 from gligabao.chunk.chat import ChatWindows
-from gligabao.formats import cut_document, read_documents
+from gligabao.read.formats import read_documents
+from gligabao.remember.cut import cut_document
 
 PDFS = [
     "/usr/share/doc/libtasn1-doc/libtasn1.pdf",

@@ -12,7 +12,7 @@ a skew (a few companies and places are hubs). About 20% of the facts are closed 
 by `graph.settle_in_time`, which sets invalid_at, invalidated_by_edge_id and expired_at
 (chains of several are common). The sentences are the text of the documents: 50 facts
 a chunk, 100 chunks a document, each fact linked to its chunk with its quote and byte
-span (`graph.Evidence`), its two entities linked to the chunk too; every entity, fact
+span (`QuoteSpan`), its two entities linked to the chunk too; every entity, fact
 and chunk has a random 1,536-dimension unit vector, as `gb remember` leaves them (the
 entities and edges indexes with their binary-quantized `-bits` companions). The tests'
 OpenAI-compatible server (tests/llm_server.py) runs on 127.0.0.1 to embed the queries.
@@ -21,7 +21,7 @@ With `--reuse`, the database is first made ready as the next `gb remember` would
 vectors, once (~18 s at 100,000 facts and 20,000 entities).
 
 Timed in this process, over `--queries` queries each (default 50, after five warm-up
-ones), with `gligabao.facts`:
+ones), with `gligabao.graph.queries`:
 
 - facts QUERY, hybrid: `facts(conn, ds, QUERY, query_vector=..., limit=20)`, the query
   (a question naming an entity: "who works at Blue Harbor Systems") embedded by its own
@@ -102,9 +102,10 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from gligabao.base.evidence import QuoteSpan  # noqa: E402
 from gligabao.chunk.tokens import ESTIMATOR  # noqa: E402
 from gligabao.config import load_config  # noqa: E402
-from gligabao.facts import entity, facts  # noqa: E402
+from gligabao.graph.queries import entity, facts  # noqa: E402
 from gligabao.llm.query import embed_query  # noqa: E402
 from gligabao.store import facts as store_facts  # noqa: E402
 from gligabao.store import graph, open_db, transaction  # noqa: E402
@@ -457,9 +458,7 @@ def build(path: str, n_entities: int, n_facts: int, seed: int = 7) -> dict[str, 
                 if closes >= 0:
                     reason = REASONS[relation].format(s=entities[source][0])
                     closed += len(graph.settle_in_time(conn, edge_id, [edge_ids[closes]], reason))
-                graph.link_edge(
-                    conn, edge_id, chunk, None, graph.Evidence(sentence, start, end, True)
-                )
+                graph.link_edge(conn, edge_id, chunk, None, QuoteSpan(sentence, start, end, True))
                 graph.link_entity(conn, entity_ids[source], chunk)
                 graph.link_entity(conn, entity_ids[target], chunk)
             vecs = _unit_vectors(nrng, len(new_edges))

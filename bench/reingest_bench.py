@@ -38,7 +38,7 @@ if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
 from gligabao.chunk import ChunkSettings, cut  # noqa: E402
-from gligabao.pipeline.diff import surviving  # noqa: E402
+from gligabao.remember.diff import surviving  # noqa: E402
 from tests.helpers import story  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 

@@ -10,7 +10,7 @@ tests/llm_server.py in this process with a fixed latency per call, and runs:
 
 - the real CLI, `python -m gligabao remember DOC --json --db DB`, as a subprocess: the
   wall time is what a user sees, process start and imports included;
-- the same pipeline in a second process through the library (`gligabao.pipeline.remember`),
+- the same pipeline in a second process through the library (`gligabao.remember.document`),
   with the phases and `Writer.store` (one transaction per chunk) timed by wrapping them:
   the library time, the database time per chunk of the store phase, and where the time
   goes. Each run gets a fresh database, so no stored answer is reused.
@@ -189,16 +189,16 @@ def worker(doc: str, db: str, concurrency: int | None) -> int:
     stamps its requests with (CLOCK_MONOTONIC is system-wide on Linux).
     """
     t_start = time.monotonic()
+    from gligabao.calls import Calls
     from gligabao.config import load_config
-    from gligabao.inputs import read_source
     from gligabao.llm import LLM
-    from gligabao.pipeline import Options, remember
-    from gligabao.pipeline.calls import Calls
-    from gligabao.pipeline.resolve import Resolver
-    from gligabao.pipeline.write import Writer
+    from gligabao.read.sources import read_source
+    from gligabao.remember import Options, remember
+    from gligabao.remember.resolve import Resolver
+    from gligabao.remember.write import Writer
     from gligabao.store import open_db
 
-    remember_module = importlib.import_module("gligabao.pipeline.remember")
+    remember_module = importlib.import_module("gligabao.remember.document")
     marks: dict[str, Any] = {
         "stores": [],
         "plan_s": 0.0,

@@ -9,7 +9,7 @@ see TOPICS) and its text in the FTS5 index, as `gb remember` leaves them. The te
 OpenAI-compatible server (tests/llm_server.py) runs on 127.0.0.1 to embed the queries.
 Two figures per size:
 
-- search: `gligabao.search.search(...)` in this process, method hybrid, k=20, default
+- search: `gligabao.search.hybrid.search(...)` in this process, method hybrid, k=20, default
   depth and fusion, over `--queries` queries (default 60) of 2-4 real words,
   each embedded by its own request to the server (as `gb search` does), after a few
   warm-up queries; bm25 and vector alone are timed too, to show which part grows, and
@@ -62,7 +62,7 @@ if str(REPO_ROOT) not in sys.path:
 from gligabao.chunk.tokens import ESTIMATOR  # noqa: E402
 from gligabao.config import load_config  # noqa: E402
 from gligabao.llm.query import embed_query  # noqa: E402
-from gligabao.search import search  # noqa: E402
+from gligabao.search.hybrid import search  # noqa: E402
 from gligabao.store import open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import get_or_create_dataset, set_embedding  # noqa: E402

@@ -1,13 +1,13 @@
 """gligabao: cut documents into chunks, extract a temporal knowledge graph, keep it in SQLite.
 
 The library comes first; `gb` (gligabao.cli) is a thin layer over it. Its public face is
-`Memory` (gligabao.api): `from gligabao import Memory`.
+`Memory` (gligabao.service.memory): `from gligabao import Memory`.
 """
+
+from gligabao.version import __version__
 
 # Not `typing.TYPE_CHECKING`: importing typing alone costs `import gligabao` ~7 ms.
 TYPE_CHECKING = False
-
-__version__ = "0.1.0"
 
 __all__ = [
     "AmbiguousEntity",
@@ -26,23 +26,23 @@ __all__ = [
 # Each public name and the module it lives in, imported on first use: `import gligabao`
 # (and `gb --version`) must not pay for the store, the graph or the openai SDK.
 _LAZY = {
-    "AmbiguousEntity": "gligabao.facts",
-    "Entity": "gligabao.facts",
-    "EntityView": "gligabao.facts",
-    "Evidence": "gligabao.facts",
-    "Fact": "gligabao.facts",
+    "AmbiguousEntity": "gligabao.graph.queries",
+    "Entity": "gligabao.graph.queries",
+    "EntityView": "gligabao.graph.queries",
+    "Evidence": "gligabao.graph.queries",
+    "Fact": "gligabao.graph.queries",
     "GbError": "gligabao.errors",
-    "Hit": "gligabao.search",
-    "Memory": "gligabao.api",
-    "Remembered": "gligabao.api",
-    "Why": "gligabao.api",
+    "Hit": "gligabao.search.hybrid",
+    "Memory": "gligabao.service.memory",
+    "Remembered": "gligabao.service.memory",
+    "Why": "gligabao.service.memory",
 }
 
 if TYPE_CHECKING:
-    from gligabao.api import Memory, Remembered, Why
     from gligabao.errors import GbError
-    from gligabao.facts import AmbiguousEntity, Entity, EntityView, Evidence, Fact
-    from gligabao.search import Hit
+    from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
+    from gligabao.search.hybrid import Hit
+    from gligabao.service.memory import Memory, Remembered, Why
 
 
 def __getattr__(name: str) -> object:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.redact import mask, safe_url
 from gligabao.chunk import MODES
 from gligabao.errors import ConfigError, UsageError
 
@@ -175,19 +176,12 @@ class Config:
             if setting.secret and value:
                 value = mask(value)
             elif setting.key.endswith("base_url") and value:
-                # Here, not at the top: endpoint imports this module. It masks a key given
-                # as the URL's user or password, or in its query string.
-                from gligabao.llm.endpoint import safe_url
-
+                # A key given as the URL's user or password, or in its query string.
                 value = safe_url(value)
             rows.append((setting.key, value, self.sources[setting.key]))
         for model, price in sorted(self.prices.items()):
             rows.append((f"prices.{model}", price, self.sources.get(f"prices.{model}", "file")))
         return rows
-
-
-def mask(secret: str) -> str:
-    return "****" + secret[-4:] if len(secret) > 12 else "****"
 
 
 def find_config_file(explicit: str | None, env: Mapping[str, str]) -> Path | None:

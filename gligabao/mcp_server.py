@@ -1,7 +1,7 @@
 """`gb mcp`: the memory served to agents (Claude Desktop, Claude Code, Cursor...) over the
 Model Context Protocol, with the official SDK (the `mcp` package).
 
-Each tool is a thin call of `gligabao.api.Memory`, answering structured content (the
+Each tool is a thin call of `gligabao.service.memory.Memory`, answering structured content (the
 objects `--json` prints, declared as the tool's output schema) and a short text with
 `path:LINE-LINE` places to cite. Read tools are always listed; the write tools
 (`remember_text`, `remember_file`, `forget`) only with `allow_write`, and
@@ -26,14 +26,15 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, before 3.12
 
-from gligabao import __version__
-from gligabao.api import Memory, Remembered, Why
+from gligabao.base.redact import scrub
 from gligabao.errors import GbError, UsageError
-from gligabao.facts import EntityView, Fact
-from gligabao.llm.endpoint import Endpoints, scrub
-from gligabao.search import Hit
+from gligabao.graph.queries import EntityView, Fact
+from gligabao.llm.endpoint import Endpoints
+from gligabao.search.hybrid import Hit
+from gligabao.service.memory import Memory, Remembered, Why
 from gligabao.store.forget import ForgetReport
 from gligabao.store.stats import Stats
+from gligabao.version import __version__
 
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_server", "parse_http", "serve"]
 

@@ -39,7 +39,8 @@ def _json_lines(stdout: str) -> list[dict]:
 
 
 def test_all_is_sorted_complete_and_each_name_resolves() -> None:
-    from gligabao import api, facts
+    from gligabao.service import facts
+    from gligabao.service import memory as api
 
     assert gligabao.__all__ == sorted(gligabao.__all__)
     # Every public name of the API, and the result objects it answers, is exported...

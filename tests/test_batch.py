@@ -16,8 +16,8 @@ from typing import Any
 
 from gligabao.config import load_config
 from gligabao.llm import LLM
-from gligabao.pipeline import Options
-from gligabao.pipeline.batch import Result, remember_all
+from gligabao.remember import Options
+from gligabao.remember.batch import Result, remember_all
 from gligabao.store import open_db
 from tests.helpers import (
     BROKEN,
@@ -437,7 +437,7 @@ def test_a_failure_the_pipeline_did_not_foresee_is_one_failed_input(
 ) -> None:
     """An unexpected exception in one document (here a store error) fails that input
     only; the others still end, each with its line, and the exit code says partial."""
-    pipeline = importlib.import_module("gligabao.pipeline.remember")
+    pipeline = importlib.import_module("gligabao.remember.document")
 
     names = [str(write(f"u/n{i}.md", story(300 + i))) for i in range(10)]
     real = pipeline._Run._store_parent

@@ -1,4 +1,4 @@
-"""What a failed call costs the --max-cost budget (gligabao.pipeline.calls), with the real
+"""What a failed call costs the --max-cost budget (gligabao.calls), with the real
 client against the test server: an error the server answered was not billed; a call that
 timed out may have been, so it keeps its whole reservation."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gligabao.calls import Budget, Calls
 from gligabao.config import load_config
 from gligabao.llm import LLM, LLMError, summarize_chunk_request
-from gligabao.pipeline.calls import Budget, Calls
 from gligabao.store import datasets, open_db
 from tests.llm_server import Fault, LLMServer
 

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.discover import (
+from gligabao.errors import ExitCode, InputError, UsageError
+from gligabao.read.discovery import (
     BINARY,
     EMPTY,
     HIDDEN,
@@ -25,8 +26,7 @@ from gligabao.discover import (
     discover,
     skip_summary,
 )
-from gligabao.errors import ExitCode, InputError, UsageError
-from gligabao.inputs import read_source
+from gligabao.read.sources import read_source
 
 TEXT = b"Some words.\n"
 posix_only = pytest.mark.skipif(sys.platform == "win32", reason="POSIX file system features")

@@ -14,8 +14,8 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from gligabao import export as export_module
-from gligabao.facts import Entity, Evidence, Fact
+from gligabao.graph import export as export_module
+from gligabao.graph.queries import Entity, Evidence, Fact
 from gligabao.store import open_db
 from gligabao.store.datasets import find_dataset
 from tests.helpers import DB, gb, write

@@ -286,7 +286,7 @@ def test_entities_list_and_search(gb_cli, online, texts) -> None:
 def test_a_database_from_before_evidence_keeps_working(tmp_path, monkeypatch) -> None:
     """A fact stored by schema 1 (no quote, no span) is shown with its chunk's span and
     lines, not exact, once the file is migrated."""
-    from gligabao.facts import facts
+    from gligabao.graph.queries import facts
     from gligabao.store import artifacts, datasets, graph, migrations, open_db
     from gligabao.store.db import scalar
 

@@ -1,4 +1,4 @@
-"""Chat exports (gligabao.formats.chat) and their windows (gligabao.chunk.chat).
+"""Chat exports (gligabao.read.chat) and their windows (gligabao.chunk.chat).
 
 Generated exports in the shapes ChatGPT, Claude and JSON Lines give them; property tests
 (hypothesis) for the windows' invariants over messages and for the branches of a tree.
@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from gligabao.chunk import ChunkSettings
 from gligabao.chunk.chat import ChatWindows, chat_chunks
 from gligabao.errors import InputError
-from gligabao.formats import Message, cut_document, describe, kind_of, read_documents
+from gligabao.read.documents import Message, describe
+from gligabao.read.formats import kind_of, read_documents
+from gligabao.remember.cut import cut_document
 from tests.chunk_checks import PROPERTY, reference_tokens
 
 T0 = 1_714_550_400.0  # 2024-05-01T08:00:00Z
@@ -461,7 +463,7 @@ def test_an_edited_question_in_a_claude_export_is_a_branch_of_its_own() -> None:
 
 
 def test_a_chunk_is_cited_by_its_pages_or_its_conversation_and_turns() -> None:
-    from gligabao.formats import Page, cite
+    from gligabao.read.documents import Page, cite
 
     assert cite("report.pdf", [Page(12), Page(13)]) == "report.pdf p.12-13"
     assert cite("report.pdf", [Page(4)]) == "report.pdf p.4"

@@ -1,4 +1,4 @@
-"""HTML pages (gligabao.formats.html): main content as markdown, chrome dropped, cut in
+"""HTML pages (gligabao.read.html): main content as markdown, chrome dropped, cut in
 markdown mode; checked on the Rust documentation this machine ships and on a page
 written here with every kind of chrome."""
 
@@ -13,7 +13,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from gligabao.chunk import ChunkSettings
-from gligabao.formats import cut_document, kind_of, read_documents, read_file
+from gligabao.read.formats import kind_of, read_documents, read_file
+from gligabao.remember.cut import cut_document
 
 _WORDS = re.compile(r"[A-Za-z_]{4,}")
 # Pages of three kinds of Rust documentation: mdBook (the book, the reference) and
@@ -177,7 +178,7 @@ def test_html_is_recognised_by_its_name_or_its_first_bytes() -> None:
 def test_without_markdownify_a_page_is_refused_with_what_to_install() -> None:
     code = (
         "import sys; sys.modules['markdownify'] = None\n"
-        "from gligabao.formats import read_documents\n"
+        "from gligabao.read.documents import read_documents\n"
         "try:\n"
         "    read_documents('a.html', b'<p>hi</p>')\n"
         "except Exception as exc:\n"

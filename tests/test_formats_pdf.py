@@ -1,4 +1,4 @@
-"""PDF documents (gligabao.formats.pdf): real manuals cut and cited by page, and the
+"""PDF documents (gligabao.read.pdf): real manuals cut and cited by page, and the
 three PDFs that are refused, one line each: damaged, encrypted, scanned."""
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ import pytest
 
 from gligabao.chunk import ChunkSettings
 from gligabao.errors import ExitCode, InputError
-from gligabao.formats import Page, cut_document, describe, kind_of, read_documents, read_file
-from gligabao.formats.pdf import PAGE_BREAK
+from gligabao.read.documents import Page, describe
+from gligabao.read.formats import kind_of, read_documents, read_file
+from gligabao.read.pdf import PAGE_BREAK
+from gligabao.remember.cut import cut_document
 
 # Two real PDFs nobody here wrote, as Debian ships them (pdfTeX and DocBook output).
 REAL_PDFS = [
@@ -162,7 +164,7 @@ def test_without_pypdfium2_a_pdf_is_refused_with_what_to_install() -> None:
     code = (
         "import sys; sys.modules['pypdfium2'] = None\n"
         "from gligabao.errors import InputError\n"
-        "from gligabao.formats import read_documents\n"
+        "from gligabao.read.documents import read_documents\n"
         "try:\n"
         f"    read_documents('a.pdf', open({REAL_PDFS[1]!r}, 'rb').read())\n"
         "except InputError as exc:\n"
@@ -197,7 +199,7 @@ def test_a_page_without_text_is_left_out_and_the_others_keep_their_numbers() -> 
 
 
 def test_a_file_over_the_size_limit_is_refused_before_it_is_read() -> None:
-    from gligabao.formats import MAX_FILE_BYTES
+    from gligabao.read.formats import MAX_FILE_BYTES
 
     with open("huge.pdf", "wb") as handle:
         handle.truncate(MAX_FILE_BYTES + 1)  # sparse: no disk used

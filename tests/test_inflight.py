@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.pipeline.calls import Calls
+from gligabao.calls import Calls
 from gligabao.store import open_db
 from tests.llm_server import Fault, Hold, LLMServer
 

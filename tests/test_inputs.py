@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.inputs import MAX_BYTES
+from gligabao.read.files import MAX_BYTES
 from tests.privileges import as_user, permissions_apply
 
 MIB = 1_048_576

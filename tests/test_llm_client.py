@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from gligabao.base.redact import scrub
 from gligabao.config import Config, load_config
 from gligabao.errors import ConfigError
 from gligabao.llm import (
@@ -30,7 +31,6 @@ from gligabao.llm import (
     load_answer,
     parse_lenient,
     resolve_request,
-    scrub,
     summarize_chunk_request,
     validate,
 )

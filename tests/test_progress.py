@@ -18,7 +18,7 @@ import time
 
 import pyte
 
-from gligabao.pipeline.progress import ChunkProgress
+from gligabao.remember.progress import ChunkProgress
 from tests.helpers import CORPUS_DIR, gb_env, write
 
 COLUMNS, LINES = 110, 40

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.search import search
+from gligabao.search.hybrid import search
 from gligabao.store import open_db, transaction, vectors
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset, set_embedding

@@ -20,9 +20,9 @@ import pytest
 
 from gligabao.chunk import cut
 from gligabao.config import load_config
-from gligabao.inputs import read_source
 from gligabao.llm import LLM
-from gligabao.pipeline import ChunkFailed, Options, remember
+from gligabao.read.sources import read_source
+from gligabao.remember import ChunkFailed, Options, remember
 from gligabao.store import open_db
 from tests.helpers import (
     DB,

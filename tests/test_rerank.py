@@ -8,8 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from gligabao.rerank import passage, reordered
-from gligabao.search import Hit
+from gligabao.search.hybrid import Hit
+from gligabao.search.rerank import passage, reordered
 from gligabao.store import open_db
 from gligabao.store.db import query
 from tests.helpers import DB, SECRET

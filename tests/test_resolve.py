@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from gligabao.pipeline.resolve import (
+from gligabao.remember.resolve import (
     MAX_CANDIDATES,
     NEW,
     Extraction,

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.search import fuse, line_range, lines_between, newline_offsets, search
+from gligabao.base.lines import line_range, lines_between, newline_offsets
+from gligabao.search.hybrid import fuse, search
 from gligabao.store import open_db
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.search import search
+from gligabao.search.hybrid import search
 from gligabao.store import open_db
 from gligabao.store.datasets import find_dataset
 from tests.llm_server import LLMServer, embed_text

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.snippet import snippet
+from gligabao.base.snippet import snippet
 from tests.helpers import CORPUS_DIR, gb
 from tests.test_cli_preview import command_names
 

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from gligabao import heap
+from gligabao.base import heap
 from gligabao.cli import COMMANDS, load
 
 # What the `gb` console script runs.
@@ -57,7 +57,7 @@ def test_search_help_imports_only_search() -> None:
     assert not _top(modules) & {"openai", "httpx", "mcp", "tiktoken"}
     other_commands = {f"gligabao.cli.{m}" for m in COMMANDS.values()} - {"gligabao.cli.search"}
     assert not modules & other_commands
-    assert not {m for m in modules if m.startswith(("gligabao.pipeline", "gligabao.llm.client"))}
+    assert not {m for m in modules if m.startswith(("gligabao.remember", "gligabao.llm.client"))}
 
 
 def test_every_command_names_its_module() -> None:
@@ -105,7 +105,7 @@ import importlib.abc, os, signal, sys
 class Stop(importlib.abc.MetaPathFinder):
     sent = False
     def find_spec(self, name, path=None, target=None):
-        if name == "gligabao.render" and not Stop.sent:
+        if name == "gligabao.cli.render" and not Stop.sent:
             Stop.sent = True
             os.kill(os.getpid(), signal.SIGTERM)
         return None
@@ -146,7 +146,7 @@ def test_a_json_search_imports_neither_rich_nor_the_sdk(online, corpus, monkeypa
     modules = _imported("search", "licence terms", "--json", "-k", "3")
     assert "gligabao.llm.query" in modules  # the query was embedded: a hybrid search
     assert not _top(modules) & {"rich", "openai", "httpx", "tomlkit"}
-    assert not {m for m in modules if m.startswith(("gligabao.pipeline", "gligabao.chunk.text"))}
+    assert not {m for m in modules if m.startswith(("gligabao.remember", "gligabao.chunk.text"))}
     assert not modules & {"urllib.request", "http.client", "encodings.idna", "hashlib"}
 
 
@@ -155,10 +155,10 @@ def test_a_quiet_or_json_remember_imports_no_rich(online, corpus) -> None:
     for a person: rich (~35 ms of each run) stays unimported. A person's run (a panel, a
     batch's summary line) imports it."""
     quiet = _imported("remember", *corpus, "--quiet")
-    assert "gligabao.pipeline.remember" in quiet  # the files were remembered...
+    assert "gligabao.remember.document" in quiet  # the files were remembered...
     assert "rich" not in _top(quiet)  # ...without rich
     as_json = _imported("remember", corpus[0], "--json", "--db", "other.db")
-    assert "gligabao.pipeline.remember" in as_json
+    assert "gligabao.remember.document" in as_json
     assert "rich" not in _top(as_json)
     shown = _imported("remember", corpus[0], "--db", "third.db")
     assert "rich" in _top(shown)  # a person's run: its panel is rich's

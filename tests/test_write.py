@@ -1,11 +1,11 @@
-"""The writer (gligabao.pipeline.write) on a real database: what it does when another
+"""The writer (gligabao.remember.write) on a real database: what it does when another
 process stored a chunk of the same document first."""
 
 from __future__ import annotations
 
 from gligabao.chunk import ChunkSettings, cut
-from gligabao.pipeline.resolve import Extraction, Resolver
-from gligabao.pipeline.write import Piece, Writer
+from gligabao.remember.resolve import Extraction, Resolver
+from gligabao.remember.write import Piece, Writer
 from gligabao.store import artifacts, datasets, open_db
 
 DIMS = 8

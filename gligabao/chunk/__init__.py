@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from gligabao.chunk.text import Chunk, Splitter, overlap_budget, split_text
     from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, get_tokenizer
 
-# "chat" cuts a chat export in windows of messages (gligabao.formats, chunk/chat.py).
+# "chat" cuts a chat export in windows of messages (gligabao.read.documents, chunk/chat.py).
 MODES = ("auto", "text", "markdown", "code", "chat")
 
 _HOME = {

@@ -62,7 +62,7 @@ class Chunk:
     The structure-aware modes add where it sits (``section``, a heading path such as
     "Cleaning > Cleaning Steps", and its ``anchor``) and a ``context`` that is put
     before the text when it is embedded and keyword-indexed, never stored in it.
-    A chunk of a PDF or a chat export has its ``locations`` (`gligabao.formats.describe`).
+    A chunk of a PDF or a chat export has its ``locations`` (`gligabao.read.documents.describe`).
     """
 
     index: int

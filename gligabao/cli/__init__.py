@@ -54,11 +54,11 @@ def main() -> None:
     args = sys.argv[1:]
     try:
         if args == ["--version"]:
-            from gligabao import __version__
+            from gligabao.version import __version__
 
             print(f"gb {__version__}")
             return
-        from gligabao import heap
+        from gligabao.base import heap
 
         heap.own_process()
         with heap.loading():  # typer and the command's modules: ~6 ms of collections

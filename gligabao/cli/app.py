@@ -13,10 +13,10 @@ from typing import Any, TypeVar
 
 import typer
 
-from gligabao import __version__
 from gligabao.cli import signals
 from gligabao.config import Config, load_config
 from gligabao.errors import ExitCode, GbError, Interrupted, OutputClosed, OutputError
+from gligabao.version import __version__
 
 HELP = """\
 gb cuts documents into chunks, extracts a temporal knowledge graph from them with an
@@ -95,7 +95,7 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
 def _say(message: str) -> None:
     """One line on stderr, unless stderr is gone too (a closed terminal after SIGHUP)."""
     with contextlib.suppress(OSError):
-        from gligabao import render  # rich: imported when there is something to say
+        from gligabao.cli import render  # rich: imported when there is something to say
 
         render.error(message)
 
@@ -164,7 +164,7 @@ def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
     """The configuration with flags applied, its warnings printed."""
     config = load_config(config_path, flags)
     for message in config.warnings:
-        from gligabao import render
+        from gligabao.cli import render
 
         render.warning(message)
     return config

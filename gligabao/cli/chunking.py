@@ -8,14 +8,15 @@ import sys
 
 import typer
 
-from gligabao import render
+from gligabao.base.redact import safe_url
 from gligabao.chunk import ChunkSettings, Cut
-from gligabao.cli import options
+from gligabao.cli import options, render
 from gligabao.cli.app import command, configure
 from gligabao.config import CONFIG_NAME, Config
 from gligabao.errors import DatabaseError, ExitCode, InputError, UsageError
-from gligabao.inputs import STDIN, Source, read_sources
-from gligabao.llm.endpoint import Endpoints, safe_url
+from gligabao.llm.endpoint import Endpoints
+from gligabao.read.files import STDIN
+from gligabao.read.sources import Source, read_sources
 
 
 @command("chunk-preview")
@@ -78,7 +79,7 @@ def _preview(
     config: Config, settings: ChunkSettings, source: Source, as_json: bool, database: str | None
 ) -> str | None:
     """Show one document's cut; the database to read stored contexts from next."""
-    from gligabao.formats import cut_source
+    from gligabao.remember.cut import cut_source
 
     shown = source.name  # a name's non-UTF-8 bytes escaped, printable
     if source.document is not None and source.document.kind == "chat":
@@ -100,7 +101,7 @@ def _stored_contexts(
     """The stored contexts of `result`'s chunks, and the database to ask next time: None
     once it could not be read, so a locked or foreign file costs one notice, not one an
     input (the preview itself never depends on the database)."""
-    from gligabao.pipeline.status import stored_contexts  # here: the store is not cheap
+    from gligabao.remember.status import stored_contexts  # here: the store is not cheap
 
     # A short wait: a preview is not worth blocking on another process's lock.
     wait_ms = int(min(config["busy_timeout"], 1.0) * 1000)

@@ -6,12 +6,11 @@ from typing import Annotated, Optional
 
 import typer
 
-from gligabao import render
-from gligabao.cli import options
+from gligabao.cli import options, render
 from gligabao.cli.app import command, configure, open_store
 from gligabao.config import Config
 from gligabao.errors import UsageError
-from gligabao.evaluate import (
+from gligabao.search.evaluate import (
     EVAL_METHODS,
     KS,
     METHOD_CHOICES,
@@ -20,7 +19,7 @@ from gligabao.evaluate import (
     evaluate_dataset,
     read_queries,
 )
-from gligabao.search import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, fusion_for, vector_obstacle
+from gligabao.search.hybrid import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, fusion_for, vector_obstacle
 from gligabao.store import datasets
 from gligabao.store.datasets import require_dataset
 
@@ -85,8 +84,8 @@ def _vector_skip(config: Config, conn, dataset: datasets.Dataset) -> str | None:
 
 def _tuned(config: Config, conn, ds, queries, vectors, skip: str | None, as_json: bool):
     """Tune `ds`'s fusion (gb eval --tune), store it, say it; the dataset as updated."""
+    from gligabao.search.tune import tune_fusion
     from gligabao.store.db import transaction
-    from gligabao.tune import tune_fusion
 
     if skip is not None or vectors is None:
         raise UsageError(f"dataset '{ds.name}' cannot be tuned: {skip}; hybrid needs vectors")
@@ -176,7 +175,7 @@ def eval_command(
         skip = {m: reason for m in ("vector", "hybrid", RERANK)} if reason else {}
         reranker = None
         if RERANK in chosen:
-            from gligabao.rerank import Reranker
+            from gligabao.search.rerank import Reranker
 
             reranker = Reranker(config, conn, ds)
             if not reranker.available:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import typer
 
-from gligabao import render
-from gligabao.cli import options
+from gligabao.cli import options, render
 from gligabao.cli.app import command, open_dataset
 from gligabao.errors import UsageError
 
@@ -74,7 +73,7 @@ def export_command(
       gb export --at 2019-06-01 | jq 'select(.type == "fact") | .fact'
       gb export --format csv -o graph/ --dataset work
     """
-    from gligabao.export import FORMATS, atomic_file, export
+    from gligabao.graph.export import FORMATS, atomic_file, export
 
     fmt = fmt.strip().lower()
     if fmt not in FORMATS:

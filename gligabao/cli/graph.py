@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import typer
 
-from gligabao import render
-from gligabao.cli import options
+from gligabao.cli import options, render
 from gligabao.cli.app import command, open_dataset
 from gligabao.errors import GbError
 
@@ -54,7 +53,7 @@ def facts_command(
 
     Example: gb facts --about "Acme" --at 2019-06-01
     """
-    from gligabao.facts import facts, find_entities
+    from gligabao.graph.queries import facts, find_entities
 
     options.count("--limit", limit)
     query = options.query_text(query, optional=True)
@@ -114,7 +113,7 @@ def entity_command(
 
     Example: gb entity "Alice Moreau" --at 2019-01-01 --depth 2
     """
-    from gligabao.facts import entity
+    from gligabao.graph.queries import entity
 
     options.count("--depth", depth, low=0)
     name = options.query_text(name, optional=False, what="name")
@@ -148,7 +147,7 @@ def entities_command(
 
     Example: gb entities "software companies" -k 5
     """
-    from gligabao.facts import entities
+    from gligabao.graph.queries import entities
 
     options.count("--limit", limit)
     query = options.query_text(query, optional=True)
@@ -177,7 +176,7 @@ def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool =
     """A function embedding `text` for a KNN over the dataset's `index` vectors (edges or
     entities), or None, with a notice unless `quiet`, when they cannot be compared with
     it: BM25 alone then."""
-    from gligabao.search import bm25_only, vector_obstacle
+    from gligabao.search.hybrid import bm25_only, vector_obstacle
 
     obstacle = vector_obstacle(config, conn, dataset, (index,))
     if obstacle is not None:
@@ -205,7 +204,7 @@ def why_command(
 
     Example: gb why 42
     """
-    from gligabao.facts import get_fact
+    from gligabao.graph.queries import get_fact
 
     _, conn, found = open_dataset(config_path, db, dataset)
     fact = get_fact(conn, found, fact_id)

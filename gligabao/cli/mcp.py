@@ -45,8 +45,8 @@ def mcp_command(
     In Claude Desktop, Claude Code or Cursor:
       {"mcpServers": {"gb": {"command": "gb", "args": ["mcp", "--db", "/abs/gligabao.db"]}}}
     """
-    from gligabao import render
-    from gligabao.api import Memory
+    from gligabao.cli import render
+    from gligabao.service.memory import Memory
 
     if root and not allow_write:
         raise UsageError("--root names folders remember_file may read: add --allow-write")

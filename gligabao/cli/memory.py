@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from gligabao.base.jsonl import json_line
 from gligabao.cli import options
 from gligabao.cli.app import command, configure, interrupted, open_store
 from gligabao.config import REASONING_LEVELS, STAGES
-from gligabao.discover import Discovery, discover, skip_summary
 from gligabao.errors import ConfigError, Interrupted, UsageError
-from gligabao.inputs import STDIN, shown_name
-from gligabao.jsonl import json_line
+from gligabao.read.discovery import Discovery, discover, skip_summary
+from gligabao.read.files import STDIN, shown_name
 
 if TYPE_CHECKING:
     import apsw
 
     from gligabao.config import Config
-    from gligabao.pipeline.batch import Result, Tally
+    from gligabao.remember.batch import Result, Tally
 
 
 @command("remember")
@@ -157,11 +157,11 @@ def remember_command(
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))
     # Here, not at the top: the LLM client imports the openai SDK (~0.45 s), which
     # commands other than remember should not pay for.
+    from gligabao.calls import Budget
     from gligabao.llm import LLM
-    from gligabao.pipeline import Options
-    from gligabao.pipeline.batch import Tally, remember_all
-    from gligabao.pipeline.calls import Budget
-    from gligabao.pipeline.remember import EMBED_ONLY, parse_stages
+    from gligabao.remember import Options
+    from gligabao.remember.batch import Tally, remember_all
+    from gligabao.remember.document import EMBED_ONLY, parse_stages
 
     config = configure(config_path, flags)
     parse_stages(config["stages"], "config stages")  # refused before any input is read
@@ -248,7 +248,7 @@ def remember_command(
 
 def _render() -> ModuleType:
     """What prints for a person (rich, ~35 ms to import): imported when there is some."""
-    from gligabao import render
+    from gligabao.cli import render
 
     return render
 
@@ -281,8 +281,8 @@ def _deleted_files(
 ) -> None:
     """Files remembered from the folders walked that are gone: reported, or with --prune
     removed, their facts expired."""
-    from gligabao.pipeline.status import deleted_files
-    from gligabao.pipeline.status import prune as prune_file
+    from gligabao.remember.status import deleted_files
+    from gligabao.remember.status import prune as prune_file
     from gligabao.store import datasets
 
     dataset = datasets.find_dataset(conn, config["dataset"])

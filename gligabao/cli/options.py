@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-# The checks of values the library shares (gligabao.api takes the same arguments).
-from gligabao.arguments import (  # noqa: F401
+# The checks of values the library shares (gligabao.service.memory takes the same arguments).
+from gligabao.service.arguments import (  # noqa: F401
     MAX_COUNT,
     MAX_ID,
     amount,

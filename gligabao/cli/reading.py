@@ -8,14 +8,13 @@ from collections import Counter
 
 import typer
 
-from gligabao import render
-from gligabao.cli import options
+from gligabao.cli import options, render
 from gligabao.cli.app import command, configure, open_store
 from gligabao.config import STAGES
-from gligabao.discover import discover
 from gligabao.errors import ExitCode, InputError, UsageError
-from gligabao.inputs import read_sources
 from gligabao.llm.endpoint import EMBED_STAGE
+from gligabao.read.discovery import discover
+from gligabao.read.sources import read_sources
 from gligabao.store import artifacts, datasets, forget, stats, vectors
 from gligabao.store import inferences as inference_rows
 from gligabao.store.datasets import require_dataset
@@ -251,7 +250,7 @@ def status(
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
     }
     # Here, not at the top: it loads the remember pipeline, which no other command needs.
-    from gligabao.pipeline.status import IN_SYNC, deleted_files, sync_status
+    from gligabao.remember.status import IN_SYNC, deleted_files, sync_status
 
     config = configure(config_path, flags)
     settings = config.chunk_settings()

@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from gligabao.base.jsonl import json_line
 from gligabao.cli import options
 from gligabao.cli.app import command, open_dataset
 from gligabao.config import Config
 from gligabao.errors import UsageError
-from gligabao.jsonl import json_line
-from gligabao.search import (
+from gligabao.search.hybrid import (
     METHODS,
     OTHER_MODEL,
     bm25_only,
@@ -35,7 +35,7 @@ def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str)
     if obstacle == OTHER_MODEL:
         raise other_model(config, dataset)
     if obstacle is not None:
-        from gligabao import render  # rich, for the notice: not for a plain --json search
+        from gligabao.cli import render  # rich, for the notice: not for a plain --json search
 
         render.notice(bm25_only(obstacle, dataset))
         return "bm25"
@@ -105,7 +105,7 @@ def search_command(
     query_vector = None if method == "bm25" else functools.partial(_embedded, config, query)
     reranker = None
     if config["search.rerank"] if rerank is None else rerank:
-        from gligabao.rerank import Reranker
+        from gligabao.search.rerank import Reranker
 
         reranker = Reranker(config, conn, found)
     hits = search(
@@ -127,14 +127,14 @@ def search_command(
             reranked = reranker.rerank(query, hits)
         hits, notice = reranked.hits[:k], reranked.notice
     if notice is not None:
-        from gligabao import render
+        from gligabao.cli import render
 
         render.notice(notice)
     if as_json:
         for hit in hits:
             json_line(hit.as_json() if notice is None else {**hit.as_json(), "notice": notice})
         return
-    from gligabao import render
+    from gligabao.cli import render
 
     if not hits:
         render.notice(f"no hits for {query!r}")

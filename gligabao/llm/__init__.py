@@ -15,7 +15,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from gligabao.llm.endpoint import EMBED_STAGE, Flight, LLMError, scrub
+from gligabao.base.redact import scrub
+from gligabao.llm.endpoint import EMBED_STAGE, Flight, LLMError
 
 if TYPE_CHECKING:
     from gligabao.llm.client import LLM, Answer, Embeddings, Inference

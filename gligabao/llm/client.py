@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from gligabao.base.redact import safe_url, scrub
 from gligabao.config import Config
 from gligabao.llm import float32, wire
 from gligabao.llm.endpoint import (
@@ -48,8 +49,6 @@ from gligabao.llm.endpoint import (
     one_line,
     plain_http,
     require_endpoint,
-    safe_url,
-    scrub,
     server_message,
     status_failure,
     too_large,
@@ -292,7 +291,7 @@ class LLM:
         return state.chat
 
     def _make_client(self, base_url: str | None, key: str | None) -> openai.AsyncOpenAI:
-        from gligabao import heap
+        from gligabao.base import heap
 
         with heap.loading():
             import openai
@@ -454,14 +453,14 @@ class LLM:
                 log.warning(
                     "%s does not take JSON-schema structured output; the schema now goes in "
                     "the prompt and answers are parsed leniently",
-                    safe_url(self.endpoints.chat_url),
+                    safe_url(self.endpoints.chat_url or DEFAULT_BASE_URL),
                 )
             return True
         return False
 
     def _adapt_stream(self, said: str, sent: Mapping[str, Any]) -> bool:
         """A server that refuses stream_options, or streaming, gets requests without."""
-        where = safe_url(self.endpoints.chat_url)
+        where = safe_url(self.endpoints.chat_url or DEFAULT_BASE_URL)
         if "stream_options" in said and "stream_options" in sent:
             if self._stream_usage:
                 self._stream_usage = False

@@ -17,11 +17,11 @@ import random
 import re
 import time
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
+from gligabao.base.redact import safe_url
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError
 
@@ -42,8 +42,6 @@ __all__ = [
     "one_line",
     "require_endpoint",
     "retry_after",
-    "safe_url",
-    "scrub",
     "server_message",
     "status_failure",
     "too_large",
@@ -94,19 +92,6 @@ class Stopped(LLMError):
 # ------------------------------------------------------------------ secrets
 
 
-def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
-    """`text` with every secret, bearer token and OpenAI-style key masked (R9)."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "****")
-    text = re.sub(r"(?i)(bearer\s+)\S+", r"\1****", text)
-    return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-****", text)
-
-
-# Query parameters whose values are credentials (api_key, access_token, sig, ...).
-_SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential")
-
-
 def plain_http(url: str) -> bool:
     """Whether requests to `url` go over gb's own plain HTTP rather than the general
     client's (the SDK's httpx, urllib): a plain-HTTP endpoint (a local llama.cpp, Ollama,
@@ -114,25 +99,6 @@ def plain_http(url: str) -> bool:
     return url.lower().startswith("http://") and not any(
         name.lower().endswith("_proxy") for name in os.environ
     )
-
-
-def safe_url(url: str | None) -> str:
-    """A base URL fit for a message, a log line or `gb config`: a user or password in it
-    shown as ****, as is each query parameter named like a credential; host, port (as
-    written: IPv6 too), path and other parameters kept, so the user knows which it is."""
-    if not url:
-        return DEFAULT_BASE_URL
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # an IPv6 host with no closing bracket
-        return "(an unreadable URL)"
-    host = parts.netloc.rpartition("@")[2]
-    netloc = f"****@{host}" if "@" in parts.netloc else host
-    query = "&".join(
-        f"{name}=****" if value and _SECRET_PARAM.search(name) else f"{name}{eq}{value}"
-        for name, eq, value in (p.partition("=") for p in parts.query.split("&") if p)
-    )
-    return scrub(urlunsplit((parts.scheme, netloc, parts.path, query, "")))
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -202,7 +168,8 @@ class Endpoints:
 
     def url(self, stage: str) -> str:
         """Where `stage`'s requests go, fit for a message."""
-        return safe_url(self.embed_url if stage == EMBED_STAGE else self.chat_url)
+        url = self.embed_url if stage == EMBED_STAGE else self.chat_url
+        return safe_url(url or DEFAULT_BASE_URL)
 
 
 def key_hint(config: Config, stage: str) -> str:

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from gligabao import __version__
 from gligabao.config import Config
 from gligabao.llm import float32
 from gligabao.llm.endpoint import (
@@ -40,6 +39,7 @@ from gligabao.llm.endpoint import (
     vector_problem,
 )
 from gligabao.llm.float32 import Float32
+from gligabao.version import __version__
 
 __all__ = ["embed_query"]
 

@@ -14,6 +14,7 @@ from typing import Any
 
 import apsw
 
+from gligabao.base.lines import line_range
 from gligabao.store.db import now_iso, transaction, write
 from gligabao.store.db import query as _rows
 from gligabao.store.db import query_one as _row
@@ -116,7 +117,7 @@ def _set_locations(
 
 
 def locations_of(artifact: Mapping[str, Any]) -> dict[str, Any]:
-    """An artifact row's stored locations (`gligabao.formats.describe`), ``{}`` for none."""
+    """An artifact row's stored locations (`gligabao.read.documents.describe`), ``{}`` for none."""
     stored = artifact.get("locations")
     if isinstance(stored, dict):  # read back already
         return stored
@@ -550,9 +551,6 @@ def get_chunk(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
 
 
 def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
-    # Here, not at the top: search imports this module.
-    from gligabao.search import line_range
-
     return line_range(text.encode("utf-8"), start, end)
 
 

@@ -30,7 +30,7 @@ __all__ = [
 
 def _instant(column: str) -> str:
     """A column's time as a julianday, or NULL when it is no ISO date: gb stores times in
-    one form (gligabao.times), but a file may hold what an older gb stored as the LLM gave
+    one form (gligabao.base.times), but a file may hold what an older gb stored as the LLM gave
     it, and julianday('2019') is a day of 4707 BC."""
     return (
         f"(CASE WHEN {column} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' "

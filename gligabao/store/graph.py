@@ -10,17 +10,16 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
 import apsw
 
+from gligabao.base.evidence import QuoteSpan
 from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
 from gligabao.store.errors import NotFound
 from gligabao.store.fts import fts_query
 
 __all__ = [
-    "Evidence",
     "close_edge",
     "current_edges_touching",
     "edges_for_artifacts",
@@ -38,18 +37,6 @@ __all__ = [
     "update_entity_summary",
     "upsert_entity",
 ]
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """Where a chunk states a fact: the extraction's quote, its UTF-8 byte span in the
-    document (None: unknown, the chunk's span stands for it), and whether the quote was
-    found in the chunk's text as given (exact) or only tolerantly, or not at all."""
-
-    quote: str | None
-    start_offset: int | None
-    end_offset: int | None
-    exact: bool
 
 
 def normalize_name(name: str) -> str:
@@ -184,11 +171,11 @@ def link_edge(
     edge_id: int,
     artifact_id: int,
     session_id: str | None = None,
-    evidence: Evidence | None = None,
+    evidence: QuoteSpan | None = None,
 ) -> None:
     """Record that the fact was extracted from (or restated by) this artifact, with the
     quote that states it there and its byte span in the document, where known."""
-    ev = evidence or Evidence(None, None, None, False)
+    ev = evidence or QuoteSpan(None, None, None, False)
     with transaction(conn):
         conn.execute(
             """INSERT OR IGNORE INTO gb_edge_artifacts(edge_id, artifact_id, quote,
@@ -311,7 +298,7 @@ def settle_in_time(
 
 
 def _began(edge: dict[str, Any]) -> tuple[str, str]:
-    # valid_at is gb's one time form (gligabao.times); the fact's text breaks a tie the
+    # valid_at is gb's one time form (gligabao.base.times); the fact's text breaks a tie the
     # same way whichever of the two came first.
     return (edge["valid_at"] or "", edge["fact"])
 

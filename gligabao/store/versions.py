@@ -16,7 +16,7 @@ from typing import Any
 
 import apsw
 
-from gligabao.evidence import locate_quote
+from gligabao.base.evidence import locate_quote
 from gligabao.store import artifacts, graph, vectors
 from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
 

@@ -1,7 +1,7 @@
 """The graph, read back (issue 10): facts with their time filters and the evidence that
 states each, to the line.
 
-    from gligabao.facts import facts, find_entities
+    from gligabao.graph.queries import facts, find_entities
     acme = [e["id"] for e in find_entities(conn, dataset, "Acme")]
     for fact in facts(conn, dataset, "who runs it", about=acme, at="2019-06-01"):
         print(fact.source, fact.relation, fact.target, fact.evidence[0].line_start)
@@ -20,8 +20,9 @@ from typing import Any
 
 import apsw
 
+from gligabao.base.lines import lines_between, newline_offsets
 from gligabao.errors import GbError
-from gligabao.search import Vector, VectorSide, fuse, lines_between, mapped, newline_offsets
+from gligabao.search.hybrid import Vector, VectorSide, fuse, mapped
 from gligabao.store import facts as store_facts
 from gligabao.store import vectors
 from gligabao.store.artifacts import locations_of
@@ -88,7 +89,7 @@ class Evidence:
         """`path:LINE` or `path:LINE-LINE`, as a shell user quotes a place in a file; a
         PDF's pages (`path p.12-13`) or a chat's messages (`path msgs 14-19`) instead."""
         if self.locations:
-            from gligabao.formats import cite_described  # the readers' imports: only now
+            from gligabao.read.documents import cite_described  # the readers' imports: only now
 
             return cite_described(self.source or f"document {self.document_id}", self.locations)
         lines = f"{self.line_start}" + (

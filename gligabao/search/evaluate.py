@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from gligabao.errors import InputError
-from gligabao.inputs import read_list
-from gligabao.search import Fusion, Hit, search
+from gligabao.read.files import read_list
+from gligabao.search.hybrid import Fusion, Hit, search
 from gligabao.store.artifacts import find_by_source, tokens_of
 from gligabao.store.datasets import Dataset
 from gligabao.store.errors import NotFound
 
 if TYPE_CHECKING:
-    from gligabao.rerank import Reranker
+    from gligabao.search.rerank import Reranker
 
 __all__ = [
     "EVAL_METHODS",

@@ -17,7 +17,7 @@ import re
 import threading
 
 from gligabao.errors import InputError
-from gligabao.formats import FormattedDocument, Page, Span, check_size, clean_text
+from gligabao.read.documents import FormattedDocument, Page, Span, check_size, clean_text
 
 PAGE_BREAK = "\n\f\n"
 _INSTALL = "install it with: pip install 'gligabao[pdf]'"

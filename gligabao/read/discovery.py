@@ -1,6 +1,6 @@
 """Discovery: what the user named, turned into the list of inputs to remember.
 
-Nothing is read in full here; `gligabao.inputs.read_source` reads and checks each
+Nothing is read in full here; `gligabao.read.sources.read_source` reads and checks each
 input later. The rules:
 
 - PATHs and `-` (standard input, at most once) are kept in the order given, each
@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from gligabao.errors import InputError, UsageError
-from gligabao.inputs import (
+from gligabao.read.files import (
     MAX_BYTES,
     MAX_LIST_BYTES,
     STDIN,

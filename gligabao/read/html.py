@@ -16,7 +16,7 @@ import os
 import re
 
 from gligabao.errors import InputError
-from gligabao.formats import FormattedDocument, check_size, clean_text
+from gligabao.read.documents import FormattedDocument, check_size, clean_text
 
 _INSTALL = "install it with: pip install 'gligabao[html]'"
 _CHROME = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form")

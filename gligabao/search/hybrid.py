@@ -18,8 +18,6 @@ measuring retrieval") has the measurements; `gb eval --tune` learns w per datase
 
 from __future__ import annotations
 
-import bisect
-import re
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from gligabao.base.lines import line_range
 from gligabao.errors import ConfigError
 from gligabao.store import hits, vectors
 from gligabao.store.artifacts import (
@@ -54,10 +53,7 @@ __all__ = [
     "fuse_scores",
     "fusion_for",
     "hits_of",
-    "line_range",
-    "lines_between",
     "mapped",
-    "newline_offsets",
     "search",
 ]
 
@@ -198,27 +194,6 @@ def fuse_scores(
             ranks[key][method] = rank
     order = sorted(keys, key=lambda key: -fused[key])
     return [(key, fused[key], ranks[key]) for key in order]
-
-
-def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
-    """1-based lines of the bytes data[start:end]: the line of `start` and that of the
-    last byte before `end` (a span ending with its newline ends on that line)."""
-    start = max(0, min(start, len(data)))
-    last = max(start, min(end, len(data)) - 1)
-    first_line = data.count(b"\n", 0, start) + 1
-    return first_line, first_line + data.count(b"\n", start, last)
-
-
-def newline_offsets(data: bytes) -> list[int]:
-    """The offsets of every newline of `data`: to number the lines of many spans of one
-    document (lines_between) without counting from its start each time."""
-    return [m.start() for m in re.finditer(b"\n", data)]
-
-
-def lines_between(newlines: list[int], start: int, end: int) -> tuple[int, int]:
-    """line_range(data, start, end), from `newline_offsets(data)`."""
-    first = bisect.bisect_left(newlines, start) + 1
-    return first, bisect.bisect_left(newlines, max(start, end - 1)) + 1
 
 
 def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:

@@ -19,8 +19,8 @@ from typing import Any
 
 import apsw
 
-from gligabao.evaluate import KS, GoldQuery, first_covering, gold_documents
-from gligabao.search import Fusion, Vector, candidates, hits_of
+from gligabao.search.evaluate import KS, GoldQuery, first_covering, gold_documents
+from gligabao.search.hybrid import Fusion, Vector, candidates, hits_of
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import now_iso
 

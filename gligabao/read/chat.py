@@ -19,9 +19,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from gligabao.base.times import canonical_time
 from gligabao.errors import InputError
-from gligabao.formats import Fork, FormattedDocument, Message, Span, check_size, clean_text
-from gligabao.times import canonical_time
+from gligabao.read.documents import Fork, FormattedDocument, Message, Span, check_size, clean_text
 
 SEPARATOR = "\n\n"
 _ROLES = {"human": "user", "ai": "assistant", "bot": "assistant"}

@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.config import SETTINGS, Config, load_config
 from gligabao.errors import UsageError
-from gligabao.facts import Entity, EntityView, Fact
-from gligabao.search import METHODS, Hit
+from gligabao.graph.queries import Entity, EntityView, Fact
+from gligabao.search.hybrid import METHODS, Hit
 
 if TYPE_CHECKING:
-    from gligabao.pipeline.batch import Result
+    from gligabao.remember.batch import Result
     from gligabao.store.datasets import Dataset
     from gligabao.store.forget import ForgetReport
     from gligabao.store.stats import Stats
@@ -193,7 +193,7 @@ class Memory:
     ) -> Any:
         """A function embedding `text` to compare with `index` vectors, or None (BM25
         alone, with a notice saying why) when they cannot be compared."""
-        from gligabao.search import bm25_only, vector_obstacle
+        from gligabao.search.hybrid import bm25_only, vector_obstacle
 
         obstacle = vector_obstacle(self.config, conn, dataset, (index,))
         if obstacle is not None:
@@ -212,7 +212,13 @@ class Memory:
     ) -> list[Hit]:
         """The k best chunks for `query` (as `gb search`): `method` hybrid, bm25 or
         vector; hybrid falls back to BM25 (with a notice) where vectors cannot be used."""
-        from gligabao.search import OTHER_MODEL, bm25_only, fusion_for, search, vector_obstacle
+        from gligabao.search.hybrid import (
+            OTHER_MODEL,
+            bm25_only,
+            fusion_for,
+            search,
+            vector_obstacle,
+        )
 
         if method not in METHODS:
             raise UsageError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
@@ -225,7 +231,7 @@ class Memory:
             if obstacle == OTHER_MODEL:
                 # Its vectors and the query's would not compare: the CLI's refusal
                 # (ConfigError), raised before it would print anything.
-                from gligabao.search import other_model
+                from gligabao.search.hybrid import other_model
 
                 raise other_model(self.config, found)
             if obstacle is not None:
@@ -266,7 +272,7 @@ class Memory:
         """The facts of the dataset (as `gb facts`): current ones, newest first, each with
         its evidence; `query` searches them, `about` names an entity (name or id), `at`
         asks what was true then, `known_at` what the graph held then."""
-        from gligabao import facts
+        from gligabao.graph import queries as facts
 
         _check_count("k", k)
         if query is not None:
@@ -300,7 +306,7 @@ class Memory:
         """One entity by name (any case, accents, spacing) or id, as `gb entity`: its
         facts as a timeline, its neighbours up to `depth`, the documents that mention it.
         Several close matches raise AmbiguousEntity, which lists them."""
-        from gligabao import facts
+        from gligabao.graph import queries as facts
 
         _check_count("depth", depth, low=0)
         _check_text(name, "name")
@@ -315,7 +321,7 @@ class Memory:
         self, query: str | None = None, *, k: int = 20, dataset: str | None = None
     ) -> list[Entity]:
         """Entities by name, or searched by `query` (as `gb entities`)."""
-        from gligabao import facts
+        from gligabao.graph import queries as facts
 
         _check_count("k", k)
         if query is not None:
@@ -335,7 +341,7 @@ class Memory:
     @_one_at_a_time
     def why(self, fact_id: int, *, dataset: str | None = None) -> Why:
         """A fact with its evidence and, when closed, what closed it (as `gb why`)."""
-        from gligabao.facts import get_fact
+        from gligabao.graph.queries import get_fact
         from gligabao.store.errors import NotFound
 
         conn, found = self._dataset(dataset)
@@ -407,8 +413,8 @@ class Memory:
         files narrowed by `glob` patterns, what is skipped said as a notice), one result
         each: one that fails is reported with its error and never stops the others.
         Offline (no endpoint) texts and chunks are stored keyword-indexed, stages pending."""
-        from gligabao.discover import discover, skip_summary
-        from gligabao.pipeline.batch import remember_all
+        from gligabao.read.discovery import discover, skip_summary
+        from gligabao.remember.batch import remember_all
 
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         if not given:
@@ -442,9 +448,10 @@ class Memory:
     ) -> Remembered:
         """Remember a text as `gb remember -` remembers standard input (`name` is how the
         result and messages call it); a text refused or a run that fails raises."""
-        from gligabao.inputs import STDIN, Source, decode
-        from gligabao.pipeline import remember
-        from gligabao.pipeline.batch import Result
+        from gligabao.read.files import STDIN, decode
+        from gligabao.read.sources import Source
+        from gligabao.remember import document as remember
+        from gligabao.remember.batch import Result
 
         if not isinstance(text, str):
             raise UsageError(f"the text to remember must be a str, not {type(text).__name__}")
@@ -460,7 +467,7 @@ class Memory:
     ) -> tuple[Any, Any]:
         """The LLM client (imports the openai SDK: only to remember) and the options."""
         from gligabao.llm import LLM
-        from gligabao.pipeline import Options
+        from gligabao.remember import Options
 
         moment = _time("valid_at", valid_at)
         options = Options(
@@ -479,7 +486,7 @@ class Memory:
 
 
 def _check_count(name: str, value: int, *, low: int = 1) -> int:
-    from gligabao.arguments import count
+    from gligabao.service.arguments import count
 
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"{name} must be a whole number, not {value!r}")
@@ -487,7 +494,7 @@ def _check_count(name: str, value: int, *, low: int = 1) -> int:
 
 
 def _check_text(value: str, what: str) -> str:
-    from gligabao.arguments import query_text
+    from gligabao.service.arguments import query_text
 
     if not isinstance(value, str):
         raise UsageError(f"the {what} must be a text, not {value!r}")
@@ -495,7 +502,7 @@ def _check_text(value: str, what: str) -> str:
 
 
 def _check_id(value: int, what: str) -> int:
-    from gligabao.arguments import stored_id
+    from gligabao.service.arguments import stored_id
 
     if isinstance(value, bool) or not isinstance(value, int):
         raise UsageError(f"a {what} id is a whole number, not {value!r}")
@@ -503,6 +510,6 @@ def _check_id(value: int, what: str) -> int:
 
 
 def _time(name: str, value: str | None) -> str | None:
-    from gligabao.arguments import iso_time
+    from gligabao.service.arguments import iso_time
 
     return iso_time(name, value)

@@ -10,20 +10,31 @@ start offset. A quote not found leaves the chunk's span standing for it, not exa
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from gligabao.store.graph import Evidence
-
-__all__ = ["locate_quote"]
+__all__ = ["QuoteSpan", "locate_quote"]
 
 _MAX_QUOTE = 2000  # characters kept of a quote: an answer is not a place to store a chunk
 
 
-def locate_quote(quote: str | None, chunk_text: str, chunk_start: int = 0) -> Evidence:
+@dataclass(frozen=True, slots=True)
+class QuoteSpan:
+    """Where a chunk states a fact: the extraction's quote, its UTF-8 byte span in the
+    document (None: unknown, the chunk's span stands for it), and whether the quote was
+    found in the chunk's text as given (exact) or only tolerantly, or not at all."""
+
+    quote: str | None
+    start_offset: int | None
+    end_offset: int | None
+    exact: bool
+
+
+def locate_quote(quote: str | None, chunk_text: str, chunk_start: int = 0) -> QuoteSpan:
     """The evidence of `quote` in `chunk_text`, whose first byte is byte `chunk_start` of
     its document."""
     quote = (quote or "").strip()[:_MAX_QUOTE]
     if not quote:
-        return Evidence(None, None, None, False)
+        return QuoteSpan(None, None, None, False)
     at = chunk_text.find(quote)
     if at >= 0:
         return _span(quote, chunk_text, chunk_start, at, at + len(quote), exact=True)
@@ -31,11 +42,11 @@ def locate_quote(quote: str | None, chunk_text: str, chunk_start: int = 0) -> Ev
     pattern = r"\s+".join(re.escape(word) for word in words)
     found = re.search(pattern, chunk_text, flags=re.IGNORECASE)
     if found is None:
-        return Evidence(quote, None, None, False)
+        return QuoteSpan(quote, None, None, False)
     return _span(quote, chunk_text, chunk_start, found.start(), found.end(), exact=False)
 
 
-def _span(quote: str, text: str, base: int, start: int, end: int, *, exact: bool) -> Evidence:
+def _span(quote: str, text: str, base: int, start: int, end: int, *, exact: bool) -> QuoteSpan:
     start_byte = base + len(text[:start].encode("utf-8"))
     end_byte = start_byte + len(text[start:end].encode("utf-8"))
-    return Evidence(quote, start_byte, end_byte, exact)
+    return QuoteSpan(quote, start_byte, end_byte, exact)

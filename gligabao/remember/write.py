@@ -15,9 +15,9 @@ from typing import Any
 
 import apsw
 
-from gligabao.evidence import locate_quote
+from gligabao.base.evidence import locate_quote
 from gligabao.llm.float32 import Float32
-from gligabao.pipeline.resolve import Extraction, Plan, Ref
+from gligabao.remember.resolve import Extraction, Plan, Ref
 from gligabao.store import artifacts, graph, vectors
 from gligabao.store.db import transaction
 

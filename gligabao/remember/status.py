@@ -23,9 +23,10 @@ from typing import Any
 import apsw
 
 from gligabao.chunk import ChunkSettings, Cut
-from gligabao.formats import cut_source
-from gligabao.inputs import Source, shown_name
-from gligabao.pipeline import diff
+from gligabao.read.files import shown_name
+from gligabao.read.sources import Source
+from gligabao.remember import diff
+from gligabao.remember.cut import cut_source
 from gligabao.store import artifacts, datasets, versions
 from gligabao.store.db import dict_row, transaction, translate_errors
 from gligabao.store.errors import DatabaseError

@@ -1,7 +1,7 @@
 """The graph of a dataset, exported (issue 10): its entities and facts, every temporal
 field of each fact and where it is stated, as JSON Lines, GraphML or two CSV files.
 
-    from gligabao.export import export
+    from gligabao.graph.export import export
     with open("graph.graphml", "w", encoding="utf-8") as out:
         export(conn, dataset, "graphml", out)
 
@@ -42,9 +42,9 @@ from typing import Any, TextIO
 
 import apsw
 
+from gligabao.base.jsonl import json_record
 from gligabao.errors import GbError, UsageError
-from gligabao.facts import Entity, Evidence, Fact, attach_evidence
-from gligabao.render import json_record
+from gligabao.graph.queries import Entity, Evidence, Fact, attach_evidence
 from gligabao.store import facts as store_facts
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import read_transaction

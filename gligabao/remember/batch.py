@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from gligabao.calls import Budget, BudgetReached, Spend
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.inputs import Source, read_sources, shown_name
-from gligabao.pipeline.calls import Budget, BudgetReached, Spend
-from gligabao.pipeline.remember import (
+from gligabao.read.files import shown_name
+from gligabao.read.sources import Source, read_sources
+from gligabao.remember.document import (
     PENDING,
     Options,
     Outcome,

@@ -14,14 +14,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from gligabao.base.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
-from gligabao.formats import cite_described
-from gligabao.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
+from gligabao.read.documents import cite_described
 
 if TYPE_CHECKING:
-    from gligabao.evaluate import EvalResult
-    from gligabao.search import Hit
+    from gligabao.search.evaluate import EvalResult
+    from gligabao.search.hybrid import Hit
 
 
 class _Stdout(Console):
@@ -628,7 +628,7 @@ class BatchProgress:
     def __init__(
         self, tally: Any, *, enabled: bool, calls_out: Callable[[], int] | None = None
     ) -> None:
-        from gligabao.pipeline.progress import ChunkProgress
+        from gligabao.remember.progress import ChunkProgress
 
         self.tally = tally
         self.chunks = ChunkProgress(files=tally.total)
@@ -708,7 +708,7 @@ def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
     """Each hit: its number, path:LINE-LINE, section, score and ranks, then the lines that
     best match the query (see snippet.py), or with `full` its whole text and summary, the
     query's words highlighted."""
-    from gligabao.snippet import query_words, snippet, word_pattern
+    from gligabao.base.snippet import query_words, snippet, word_pattern
 
     pattern = word_pattern(query_words(query))
     for number, hit in enumerate(hits, start=1):

@@ -26,9 +26,9 @@ from typing import Any
 
 import apsw
 
+from gligabao.base.times import canonical_time
 from gligabao.llm import ChatRequest, resolve_request
 from gligabao.store import graph
-from gligabao.times import canonical_time
 
 MAX_CANDIDATES = 6
 # Undecided items gathered into one resolve call before a new one is started: fewer,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 
+from gligabao.base.times import canonical_time
 from gligabao.errors import ConfigError, UsageError
-from gligabao.times import canonical_time
 
 # The most any count option (-k, --limit, --depth) takes: beyond any store, and small
 # enough that the pools searches draw from it (a few times -k) still bind as SQLite's
@@ -17,7 +17,7 @@ MAX_ID = 2**63 - 1
 
 
 def iso_time(flag: str, value: str | None) -> str | None:
-    """An ISO-8601 time as gb's UTC text (gligabao.times); a time without zone is UTC."""
+    """An ISO-8601 time as gb's UTC text (gligabao.base.times); a time without zone is UTC."""
     if value is None:
         return None
     moment = canonical_time(value)

@@ -22,16 +22,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import apsw
 
+from gligabao.base.snippet import snippet
 from gligabao.config import Config
 from gligabao.llm.endpoint import Endpoints, LLMError
 from gligabao.llm.prompts import rerank_request
-from gligabao.search import Hit
-from gligabao.snippet import snippet
+from gligabao.search.hybrid import Hit
 from gligabao.store.datasets import Dataset
 
 if TYPE_CHECKING:  # the client imports the openai SDK: only once a call is to be made
+    from gligabao.calls import Calls
     from gligabao.llm.client import LLM
-    from gligabao.pipeline.calls import Calls
 
 __all__ = ["PASSAGE_CHARS", "RERANK_RANK", "Reranked", "Reranker", "passage", "reordered"]
 
@@ -144,8 +144,8 @@ class Reranker:
 
     def _bound(self) -> Calls:
         if self._calls is None:
+            from gligabao.calls import Calls
             from gligabao.llm.client import LLM
-            from gligabao.pipeline.calls import Calls
 
             self._llm = LLM(self.config)
             self._calls = Calls(self.conn, self._llm, self.dataset.id)

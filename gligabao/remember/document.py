@@ -29,11 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
+from gligabao.calls import Budget, Calls, Spend
 from gligabao.chunk import ChunkSettings, get_tokenizer
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError, UsageError
-from gligabao.formats import cut_source, said_when
-from gligabao.inputs import Source
 from gligabao.llm import (
     EMBED_STAGE,
     LLMError,
@@ -43,9 +42,10 @@ from gligabao.llm import (
     summarize_chunk_request,
 )
 from gligabao.llm.split import combine
-from gligabao.pipeline import diff
-from gligabao.pipeline.calls import Budget, Calls, Spend
-from gligabao.pipeline.resolve import (
+from gligabao.read.sources import Source
+from gligabao.remember import diff
+from gligabao.remember.cut import cut_source, said_when
+from gligabao.remember.resolve import (
     Extraction,
     Resolver,
     apply_answer,
@@ -53,7 +53,7 @@ from gligabao.pipeline.resolve import (
     merge_answers,
     split_items,
 )
-from gligabao.pipeline.write import Piece, Writer, Written, pause
+from gligabao.remember.write import Piece, Writer, Written, pause
 from gligabao.store import artifacts, claims, datasets, graph, inferences, vectors, versions
 from gligabao.store.db import now_iso, transaction
 

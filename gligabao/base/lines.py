@@ -1,0 +1,29 @@
+"""Line numbers of byte spans: how a place in a document is shown as `path:LINE`."""
+
+from __future__ import annotations
+
+import bisect
+import re
+
+__all__ = ["line_range", "lines_between", "newline_offsets"]
+
+
+def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
+    """1-based lines of the bytes data[start:end]: the line of `start` and that of the
+    last byte before `end` (a span ending with its newline ends on that line)."""
+    start = max(0, min(start, len(data)))
+    last = max(start, min(end, len(data)) - 1)
+    first_line = data.count(b"\n", 0, start) + 1
+    return first_line, first_line + data.count(b"\n", start, last)
+
+
+def newline_offsets(data: bytes) -> list[int]:
+    """The offsets of every newline of `data`: to number the lines of many spans of one
+    document (lines_between) without counting from its start each time."""
+    return [m.start() for m in re.finditer(b"\n", data)]
+
+
+def lines_between(newlines: list[int], start: int, end: int) -> tuple[int, int]:
+    """line_range(data, start, end), from `newline_offsets(data)`."""
+    first = bisect.bisect_left(newlines, start) + 1
+    return first, bisect.bisect_left(newlines, max(start, end - 1)) + 1

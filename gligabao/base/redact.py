@@ -1,0 +1,45 @@
+"""Secrets kept out of every message, log line and trace: keys, bearer tokens, and the
+credentials a URL may carry (its user and password, a query parameter named like one)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+__all__ = ["mask", "safe_url", "scrub"]
+
+# Query parameters whose values are credentials (api_key, access_token, sig, ...).
+_SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential")
+
+
+def mask(secret: str) -> str:
+    """A secret as `gb config` shows it: its last four characters when it is long enough
+    that they give nothing away."""
+    return "****" + secret[-4:] if len(secret) > 12 else "****"
+
+
+def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
+    """`text` with every secret, bearer token and OpenAI-style key masked (R9)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "****")
+    text = re.sub(r"(?i)(bearer\s+)\S+", r"\1****", text)
+    return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-****", text)
+
+
+def safe_url(url: str) -> str:
+    """A base URL fit for a message, a log line or `gb config`: a user or password in it
+    shown as ****, as is each query parameter named like a credential; host, port (as
+    written: IPv6 too), path and other parameters kept, so the user knows which it is."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an IPv6 host with no closing bracket
+        return "(an unreadable URL)"
+    host = parts.netloc.rpartition("@")[2]
+    netloc = f"****@{host}" if "@" in parts.netloc else host
+    query = "&".join(
+        f"{name}=****" if value and _SECRET_PARAM.search(name) else f"{name}{eq}{value}"
+        for name, eq, value in (p.partition("=") for p in parts.query.split("&") if p)
+    )
+    return scrub(urlunsplit((parts.scheme, netloc, parts.path, query, "")))

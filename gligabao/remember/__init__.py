@@ -1,0 +1,1 @@
+"""Remembering: a document cut, its calls made concurrently, each chunk stored in order."""

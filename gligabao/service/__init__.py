@@ -1,0 +1,1 @@
+"""The one service every face calls: `Memory`, its arguments checked once, its results."""
