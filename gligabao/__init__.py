@@ -34,15 +34,17 @@ _LAZY = {
     "GbError": "gligabao.errors",
     "Hit": "gligabao.search.hybrid",
     "Memory": "gligabao.service.memory",
-    "Remembered": "gligabao.service.memory",
-    "Why": "gligabao.service.memory",
+    "Remembered": "gligabao.remember.result",
+    "Why": "gligabao.service.facts",
 }
 
 if TYPE_CHECKING:
     from gligabao.errors import GbError
     from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
+    from gligabao.remember.result import Remembered
     from gligabao.search.hybrid import Hit
-    from gligabao.service.memory import Memory, Remembered, Why
+    from gligabao.service.facts import Why
+    from gligabao.service.memory import Memory
 
 
 def __getattr__(name: str) -> object:

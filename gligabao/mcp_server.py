@@ -28,12 +28,16 @@ from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, 
 
 from gligabao.base.redact import scrub
 from gligabao.errors import GbError, UsageError
-from gligabao.graph.queries import EntityView, Fact
-from gligabao.llm.endpoint import Endpoints
-from gligabao.search.hybrid import Hit
-from gligabao.service.memory import Memory, Remembered, Why
-from gligabao.store.forget import ForgetReport
-from gligabao.store.stats import Stats
+from gligabao.service.memory import Memory
+from gligabao.service.results import (
+    EntityView,
+    Fact,
+    ForgetReport,
+    Hit,
+    Remembered,
+    Stats,
+    Why,
+)
 from gligabao.version import __version__
 
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_server", "parse_http", "serve"]
@@ -124,7 +128,7 @@ def build_server(
 ) -> MCPServer:
     """The MCP server of `memory`: the read tools, and the write tools when `allow_write`."""
     server = MCPServer("gb", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING")
-    secrets = Endpoints.from_config(memory.config).secrets
+    secrets = memory.secrets
     folders = [Path(os.path.realpath(r)) for r in roots]
     one_call = threading.Lock()  # calls take turns: each hears its own notices
 

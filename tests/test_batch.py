@@ -16,8 +16,8 @@ from typing import Any
 
 from gligabao.config import load_config
 from gligabao.llm import LLM
-from gligabao.remember import Options
-from gligabao.remember.batch import Result, remember_all
+from gligabao.remember import Options, Remembered
+from gligabao.remember.batch import remember_all
 from gligabao.store import open_db
 from tests.helpers import (
     BROKEN,
@@ -419,7 +419,7 @@ def test_two_runs_of_one_file_at_once_store_it_once(online) -> None:
     path = write("shared.md", story(9, paragraphs=4))
     config = load_config(None, {"concurrency": 16})
     conn = open_db(DB)
-    results: list[Result] = []
+    results: list[Remembered] = []
     try:
         names = [str(path), absolute("shared.md")]  # as two processes would name it
         remember_all(conn, names, config, LLM(config), Options(), results.append)

@@ -261,7 +261,7 @@ def test_has_vectors_looks_for_one_row_and_never_counts(tmp_path: Path) -> None:
 
 def test_the_cli_leaves_depth_to_search(gb_cli, monkeypatch) -> None:
     """search() already takes max(depth, k): the command passes search.depth as it is."""
-    import gligabao.cli.search as cli_search
+    import gligabao.service.searching as searching
 
     seen: dict = {}
 
@@ -269,7 +269,7 @@ def test_the_cli_leaves_depth_to_search(gb_cli, monkeypatch) -> None:
         seen.update(kwargs)
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(cli_search, "search", spy)
+    monkeypatch.setattr(searching, "search", spy)
     monkeypatch.setenv("GB_SEARCH_DEPTH", "5")
     Path("notes.txt").write_text("The heron waits by the river.\n")
     assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0

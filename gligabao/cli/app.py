@@ -8,7 +8,7 @@ import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 import typer
@@ -16,6 +16,7 @@ import typer
 from gligabao.cli import signals
 from gligabao.config import Config, load_config
 from gligabao.errors import ExitCode, GbError, Interrupted, OutputClosed, OutputError
+from gligabao.service.memory import Memory
 from gligabao.version import __version__
 
 HELP = """\
@@ -58,6 +59,21 @@ app = typer.Typer(
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+# How gb's messages call the service's arguments: by the flags that give them.
+FLAGS = {
+    "k": "--limit",
+    "limit": "--limit",
+    "depth": "--depth",
+    "at": "--at",
+    "known_at": "--known-at",
+    "about": "--about",
+    "method": "--method",
+    "valid_at": "--valid-at",
+    "reference_time": "--reference-time",
+    "stages": "--stages",
+    "max_cost": "--max-cost",
+}
 
 
 def command(name: str, **kwargs: Any) -> Callable[[F], F]:
@@ -170,25 +186,21 @@ def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
     return config
 
 
-def open_store(config: Config, *, create: bool = True) -> Any:
-    """The database the configuration names, waiting `busy_timeout` for other writers.
+def notice(message: str) -> None:
+    """A notice on stderr (rich: imported when there is one, not for a plain --json run)."""
+    from gligabao.cli import render
 
-    Only `gb remember` creates it: every other command passes create=False, so a typo in
-    --db is one line (exit 6) rather than a new empty database, and another program's
-    SQLite file is refused rather than given gligabao's tables.
-    """
-    from gligabao.store import open_db
-
-    return open_db(
-        config["database"], busy_timeout_ms=int(config["busy_timeout"] * 1000), create=create
-    )
+    render.notice(message)
 
 
-def open_dataset(config_path: str | None, db: str | None, dataset: str | None) -> Any:
-    """(config, connection, dataset) of a command that reads one dataset: the file is
-    opened without creating one (exit 6 if none), the dataset must exist (exit 1)."""
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    conn = open_store(config, create=False)
-    from gligabao.store.datasets import require_dataset
-
-    return config, conn, require_dataset(conn, config["dataset"])
+def memory(
+    config_path: str | None,
+    flags: dict[str, Any],
+    names: Mapping[str, str] = FLAGS,
+    *,
+    quiet: bool = False,
+) -> Memory:
+    """The service a command calls: the configuration with its flags (warnings printed),
+    its notices said on stderr unless `quiet`, its arguments called by their flags."""
+    config = configure(config_path, flags)
+    return Memory.of(config, on_notice=None if quiet else notice, names=names)

@@ -8,15 +8,14 @@ import sys
 
 import typer
 
-from gligabao.base.redact import safe_url
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.cli import options, render
 from gligabao.cli.app import command, configure
-from gligabao.config import CONFIG_NAME, Config
+from gligabao.config import Config
 from gligabao.errors import DatabaseError, ExitCode, InputError, UsageError
-from gligabao.llm.endpoint import Endpoints
 from gligabao.read.files import STDIN
 from gligabao.read.sources import Source, read_sources
+from gligabao.service.settings import where_from
 
 
 @command("chunk-preview")
@@ -140,34 +139,7 @@ def show_config(
         render.json_line({key: {"value": _plain(v), "source": s} for key, v, s in rows})
     else:
         render.config_table(rows)
-        render.config_summary(_where_from(config))
-
-
-def _where_from(config: Config) -> list[tuple[str, str]]:
-    """(what, how) lines under the table: the file read, and the endpoints (no key)."""
-    if config.path is not None:
-        read = str(config.path)
-    else:
-        from platformdirs import user_config_dir  # where find_config_file looks
-
-        user = os.path.join(user_config_dir("gligabao"), CONFIG_NAME)
-        read = f"none found (looked for ./{CONFIG_NAME} and {user}; --config or GB_CONFIG)"
-    ends = Endpoints.from_config(config)
-    chat_key = f"{config['llm.api_key_env']} or llm.base_url"
-    embed_key = config["embeddings.api_key_env"] or chat_key
-    return [
-        ("config file", read),
-        ("LLM (chat)", _endpoint(ends.chat_url, ends.chat_key, chat_key)),
-        ("embeddings", _endpoint(ends.embed_url, ends.embed_key, embed_key)),
-    ]
-
-
-def _endpoint(url: str | None, key: str | None, to_set: str) -> str:
-    """Whether requests can go out, and where; only whether a key is set, never the key."""
-    if not (url or key):  # as Endpoints.chat_available / embeddings_available
-        return f"not configured: set {to_set} (gb works offline until then)"
-    where = safe_url(url) if url else "the OpenAI API"
-    return f"configured: {where}, {'with' if key else 'without'} an API key"
+        render.config_summary(where_from(config))
 
 
 def _plain(value: object) -> object:

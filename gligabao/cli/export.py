@@ -6,14 +6,13 @@ It only reads: it opens the database without creating one (exit 6 when there is 
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import typer
 
 from gligabao.cli import options, render
-from gligabao.cli.app import command, open_dataset
+from gligabao.cli.app import command, memory
 from gligabao.errors import UsageError
 
 
@@ -73,7 +72,7 @@ def export_command(
       gb export --at 2019-06-01 | jq 'select(.type == "fact") | .fact'
       gb export --format csv -o graph/ --dataset work
     """
-    from gligabao.graph.export import FORMATS, atomic_file, export
+    from gligabao.graph.export import FORMATS
 
     fmt = fmt.strip().lower()
     if fmt not in FORMATS:
@@ -85,26 +84,7 @@ def export_command(
         raise UsageError(f"-o {output} is a folder; name the file to write")
     if fmt == "csv" and Path(output).exists() and not Path(output).is_dir():
         raise UsageError(f"-o {output} is a file; csv needs a folder for its two files")
-    at_time = options.iso_time("--at", at)
-    config, conn, found = open_dataset(config_path, db, dataset)
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    graph = service.export(fmt, at=at, output=None if to_stdout else output, stream=sys.stdout)
     if not to_stdout:
-        _not_the_database(Path(output), fmt, Path(config["database"]))
-    if to_stdout:
-        graph = export(conn, found, fmt, sys.stdout, at_time)
-        return
-    if fmt == "csv":
-        graph = export(conn, found, fmt, Path(output), at_time)
-    else:
-        with atomic_file(Path(output)) as out:
-            graph = export(conn, found, fmt, out, at_time)
-    render.notice(f"{len(graph.entities)} entities and {graph.fact_count} facts -> {output}")
-
-
-def _not_the_database(output: Path, fmt: str, database: Path) -> None:
-    """Refuse an -o that would replace the database (or its WAL files) with the export."""
-    targets = [output / "entities.csv", output / "facts.csv"] if fmt == "csv" else [output]
-    guarded = [database, Path(f"{database}-wal"), Path(f"{database}-shm")]
-    for target in targets:
-        for path in guarded:
-            if target.exists() and path.exists() and os.path.samefile(target, path):
-                raise UsageError(f"-o {output} is the database itself; name another file")
+        render.notice(f"{len(graph.entities)} entities and {graph.fact_count} facts -> {output}")

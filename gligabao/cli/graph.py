@@ -9,8 +9,7 @@ from __future__ import annotations
 import typer
 
 from gligabao.cli import options, render
-from gligabao.cli.app import command, open_dataset
-from gligabao.errors import GbError
+from gligabao.cli.app import command, memory
 
 
 @command("facts")
@@ -53,29 +52,16 @@ def facts_command(
 
     Example: gb facts --about "Acme" --at 2019-06-01
     """
-    from gligabao.graph.queries import facts, find_entities
-
-    options.count("--limit", limit)
-    query = options.query_text(query, optional=True)
-    about = options.query_text(about, optional=True, what="--about name")
-    at_time, known_time = options.iso_time("--at", at), options.iso_time("--known-at", known_at)
-    config, conn, found = open_dataset(config_path, db, dataset)
-    entity_ids = [e["id"] for e in find_entities(conn, found, about)] if about else None
-    query_vector = _query_vector(config, conn, found, query, "edges") if query else None
-    shown = facts(
-        conn,
-        found,
-        query or None,
-        about=entity_ids,
-        at=at_time,
-        known_at=known_time,
-        closed=closed,
-        relation=relation.upper() if relation else None,
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    shown = service.facts(
+        query,
+        about=about,
+        at=at,
+        known_at=known_at,
+        include_closed=closed,
+        relation=relation,
         session=session,
-        limit=limit,
-        query_vector=query_vector,
-        depth=config["search.depth"],
-        rrf_k=config["search.rrf_k"],
+        k=limit,
     )
     if as_json:
         for fact in shown:
@@ -113,14 +99,8 @@ def entity_command(
 
     Example: gb entity "Alice Moreau" --at 2019-01-01 --depth 2
     """
-    from gligabao.graph.queries import entity
-
-    options.count("--depth", depth, low=0)
-    name = options.query_text(name, optional=False, what="name")
-    at_time = options.iso_time("--at", at)
-    config, conn, found = open_dataset(config_path, db, dataset)
-    vector = _query_vector(config, conn, found, name, "entities", quiet=True)
-    view = entity(conn, found, name, at=at_time, depth=depth, query_vector=vector)
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    view = service.entity(name, depth=depth, at=at)
     if as_json:
         render.json_line(view.as_json())
         return
@@ -147,21 +127,8 @@ def entities_command(
 
     Example: gb entities "software companies" -k 5
     """
-    from gligabao.graph.queries import entities
-
-    options.count("--limit", limit)
-    query = options.query_text(query, optional=True)
-    config, conn, found = open_dataset(config_path, db, dataset)
-    vector = _query_vector(config, conn, found, query, "entities") if query else None
-    shown = entities(
-        conn,
-        found,
-        query or None,
-        limit=limit,
-        query_vector=vector,
-        depth=config["search.depth"],
-        rrf_k=config["search.rrf_k"],
-    )
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    shown = service.entities(query, k=limit)
     if as_json:
         for item in shown:
             render.json_line(item.as_json())
@@ -170,22 +137,6 @@ def entities_command(
         render.notice("no entities" + (f" for {query!r}" if query else ""))
         return
     render.entities_table(shown)
-
-
-def _query_vector(config, conn, dataset, text: str, index: str, *, quiet: bool = False):
-    """A function embedding `text` for a KNN over the dataset's `index` vectors (edges or
-    entities), or None, with a notice unless `quiet`, when they cannot be compared with
-    it: BM25 alone then."""
-    from gligabao.search.hybrid import bm25_only, vector_obstacle
-
-    obstacle = vector_obstacle(config, conn, dataset, (index,))
-    if obstacle is not None:
-        if not quiet:
-            render.notice(bm25_only(obstacle, dataset, index))
-        return None
-    from gligabao.llm.query import embed_query  # its HTTP: only when embedding
-
-    return lambda: embed_query(config, text)
 
 
 @command("why")
@@ -204,26 +155,9 @@ def why_command(
 
     Example: gb why 42
     """
-    from gligabao.graph.queries import get_fact
-
-    _, conn, found = open_dataset(config_path, db, dataset)
-    fact = get_fact(conn, found, fact_id)
-    if fact is None:
-        raise GbError(f"no fact {fact_id} in dataset '{found.name}'; gb facts lists them")
-    closer = get_fact(conn, found, fact.closed_by["id"]) if fact.closed_by else None
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    fact = service.why(fact_id)
     if as_json:
-        render.json_line({**fact.as_json(), "closer": closer.as_json() if closer else None})
+        render.json_line(fact.as_json())
         return
-    render.why(fact, closer, lambda doc_id, start, end: _lines(conn, doc_id, start, end))
-
-
-def _lines(conn, document_id: int, start: int, end: int) -> tuple[bytes, int]:
-    """The document's bytes from the line before `start` to the line after `end`, and the
-    offset they begin at."""
-    from gligabao.store.facts import document_bytes
-
-    data = document_bytes(conn, document_id, end + 4096)
-    first = data.rfind(b"\n", 0, max(0, data.rfind(b"\n", 0, start))) + 1
-    after = data.find(b"\n", end)
-    after = data.find(b"\n", after + 1) if after >= 0 else -1
-    return data[first : after if after >= 0 else len(data)], first
+    render.why(fact, fact.closer, service.evidence_lines)

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from gligabao.base.jsonl import json_line
 from gligabao.cli import options
-from gligabao.cli.app import command, configure, interrupted, open_store
+from gligabao.cli.app import command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.errors import ConfigError, Interrupted, UsageError
-from gligabao.read.discovery import Discovery, discover, skip_summary
 from gligabao.read.files import STDIN, shown_name
+from gligabao.remember.result import Remembered
 
 if TYPE_CHECKING:
-    import apsw
-
-    from gligabao.config import Config
-    from gligabao.remember.batch import Result, Tally
+    from gligabao.remember.batch import Tally
 
 
 @command("remember")
@@ -143,7 +139,6 @@ def remember_command(
       cat mail.txt | gb remember - --session inbox
       find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
-    options.amount("--max-cost", max_cost)  # nan would pass min=0 and disable the budget
     if prune and not recursive:
         raise UsageError("--prune goes with -r FOLDER: it removes the files deleted from it")
     flags: dict[str, object] = {
@@ -155,94 +150,66 @@ def remember_command(
     }
     flags.update(_stage_flags("models", model, None))
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))
-    # Here, not at the top: the LLM client imports the openai SDK (~0.45 s), which
-    # commands other than remember should not pay for.
-    from gligabao.calls import Budget
-    from gligabao.llm import LLM
-    from gligabao.remember import Options
-    from gligabao.remember.batch import Tally, remember_all
-    from gligabao.remember.document import EMBED_ONLY, parse_stages
-
-    config = configure(config_path, flags)
-    parse_stages(config["stages"], "config stages")  # refused before any input is read
-    valid = options.iso_time("--valid-at", valid_at)
-    run_options = Options(
-        dataset=config["dataset"],
-        kind=kind,
-        session=session,
-        valid_at=valid,
-        reference_time=options.iso_time("--reference-time", reference_time) or valid,
-        trace=trace,
-        force=force,
-        stages=EMBED_ONLY if no_graph else stages and parse_stages(stages, "--stages"),
-        all_branches=all_branches,
-        on_notice=None if quiet else _notice,
-    )
+    service = memory(config_path, flags, quiet=quiet)
     if not paths and not files_from and sys.stdin.isatty():
         raise UsageError("no input: name a PATH, or pipe text into `gb remember -`")
-    found = discover(
+    batch = service.batch(
         paths or ([] if files_from else [STDIN]),
         recursive=recursive,
-        globs=glob or (),
+        glob=glob or (),
         files_from=files_from,
-        null_sep=null,
+        null=null,
+        session=session,
+        valid_at=valid_at,
+        reference_time=reference_time,
+        kind=kind,
+        force=force,
+        stages="embed" if no_graph else stages,
+        trace=trace,
+        all_branches=all_branches,
+        max_cost=max_cost,
+        each_skipped=verbose,
     )
-    if not quiet:
-        _skip_notices(found, verbose)
-    budget = None
-    if max_cost is not None:
-        budget = Budget(config, max_cost)
-        missing = budget.missing_prices()
-        if missing:
-            raise ConfigError(
-                f"--max-cost needs a price for every model it may call; add [prices] entries "
-                f"for {', '.join(missing)} to gligabao.toml"
-            )
-    conn = open_store(config)
-    llm = LLM(config)
-    batch = len(found.inputs) > 1
-    tally = Tally(total=len(found.inputs))
+    several = len(batch.inputs) > 1
     # The bar is for a terminal only: without one, --json and --quiet runs (cron's) never
     # import rich, ~35 ms of every such run.
     progress = None
-    if batch and not quiet and sys.stderr.isatty():
-        progress = _render().BatchProgress(tally, enabled=True, calls_out=llm.calls_out)
-    if progress is not None and progress.live is not None:
-        run_options = dataclasses.replace(run_options, on_step=progress.on_step)
+    if several and not quiet and sys.stderr.isatty():
+        progress = _render().BatchProgress(batch.tally, enabled=True, calls_out=batch.calls_out)
+    live = progress is not None and progress.live is not None
     with progress or contextlib.nullcontext():
 
-        def report(result: Result) -> None:
+        def report(result: Remembered) -> None:
             if progress is not None:
-                progress.update(result.name)
+                progress.update(result.source)
             # A file name's bytes that are not UTF-8, as they are stored: printable.
-            result = dataclasses.replace(result, name=shown_name(result.name))
-            tally.add(result)
-            if result.error is not None:
-                _render().error(str(result.error))
+            result = dataclasses.replace(result, source=shown_name(result.source))
+            if result.failure is not None:
+                _render().error(str(result.failure))
             if as_json:
                 json_line(result.as_json())
-            elif result.outcome is not None and not quiet:
+            elif result.stored and not quiet:
                 render = _render()
-                if batch:
+                if several:
                     render.result_line(result)
                 else:
-                    render.remember_panel(result.name, result.outcome)
+                    render.remember_panel(result)
                 _version_notice(result)
                 if trace:
-                    render.trajectory(result.outcome.trajectory)
+                    render.trajectory(result.trajectory)
 
         try:
-            remember_all(conn, found.inputs, config, llm, run_options, report, budget)
+            tally = batch.run(report, progress.on_step if live else None)
         except KeyboardInterrupt:  # SIGINT, SIGTERM, SIGHUP (cli/app.py)
-            raise _interrupted(tally) from None
+            raise _interrupted(batch.tally) from None
     if recursive:
-        _deleted_files(conn, config, paths or [], found, prune, as_json=as_json, quiet=quiet)
+        _deleted_files(batch.gone(paths or [], prune=prune), as_json=as_json, quiet=quiet)
     for notice in tally.notices:
         # What a cron job must hear of even with --quiet: inputs left with stages pending.
         if not quiet or notice in tally.unfinished:
             _render().warning(notice)
-    if batch and not quiet:
-        _notice(_render().tally_summary(tally, skipped=len(found.skipped)))
+    if several and not quiet:
+        _notice(_render().tally_summary(tally, skipped=len(batch.found.skipped)))
     raise typer.Exit(int(tally.exit_code()))
 
 
@@ -257,59 +224,32 @@ def _notice(message: str) -> None:
     _render().notice(message)
 
 
-def _version_notice(result: Result) -> None:
+def _version_notice(result: Remembered) -> None:
     """What a new version of a changed file cost: chunks taken over, extracted, facts
-    expired (issue 17)."""
-    version = result.outcome.response.get("previous_version")
+    expired."""
+    version = result.response.get("previous_version")
     if version is not None:
         _notice(
-            f"{result.name}: replaces document {version['artifact_id']}: "
+            f"{result.source}: replaces document {version['artifact_id']}: "
             f"{version['chunks_reused']} chunks reused, {version['chunks_extracted']} "
             f"extracted again, {version['facts_expired']} facts expired (no longer stated)"
         )
 
 
-def _deleted_files(
-    conn: apsw.Connection,
-    config: Config,
-    paths: list[str],
-    found: Discovery,
-    prune: bool,
-    *,
-    as_json: bool,
-    quiet: bool,
-) -> None:
-    """Files remembered from the folders walked that are gone: reported, or with --prune
-    removed, their facts expired."""
-    from gligabao.remember.status import deleted_files
-    from gligabao.remember.status import prune as prune_file
-    from gligabao.store import datasets
-
-    dataset = datasets.find_dataset(conn, config["dataset"])
-    folders = [p for p in paths if p != STDIN and os.path.isdir(p)]
-    for gone in deleted_files(conn, dataset and dataset.id, folders, found.inputs):
-        if prune:
-            expired = prune_file(conn, gone)
-            line = {"source": gone.source, "status": "removed", "artifact_id": gone.document_id}
-            line["facts_expired"] = expired
-            said = f"document {gone.document_id} removed, {expired} facts expired"
-        else:
-            line = {"source": gone.source, "status": "deleted", "artifact_id": gone.document_id}
-            said = f"still remembered as document {gone.document_id} (--prune removes it)"
+def _deleted_files(lines: list[dict[str, Any]], *, as_json: bool, quiet: bool) -> None:
+    """Files remembered from the folders walked that are gone: each said, or with
+    --prune said removed, its facts expired."""
+    for line in lines:
         if as_json:
             json_line(line)
         elif not quiet:
-            _notice(f"{gone.source}: deleted; {said}")
-
-
-def _skip_notices(found: Discovery, verbose: bool) -> None:
-    """One line for all the files skipped, by reason; each of them first with --verbose."""
-    if verbose:
-        for skipped in found.skipped:
-            _notice(f"skipped {shown_name(skipped.path)}: {skipped.reason}")
-    summary = skip_summary(found.skipped)
-    if summary is not None:
-        _notice(summary)
+            if line["status"] == "removed":
+                said = (
+                    f"document {line['artifact_id']} removed, {line['facts_expired']} facts expired"
+                )
+            else:
+                said = f"still remembered as document {line['artifact_id']} (--prune removes it)"
+            _notice(f"{line['source']}: deleted; {said}")
 
 
 def _interrupted(tally: Tally) -> Interrupted:

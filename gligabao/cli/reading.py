@@ -3,38 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections import Counter
 
 import typer
 
 from gligabao.cli import options, render
-from gligabao.cli.app import command, configure, open_store
-from gligabao.config import STAGES
-from gligabao.errors import ExitCode, InputError, UsageError
-from gligabao.llm.endpoint import EMBED_STAGE
-from gligabao.read.discovery import discover
-from gligabao.read.sources import read_sources
-from gligabao.store import artifacts, datasets, forget, stats, vectors
-from gligabao.store import inferences as inference_rows
-from gligabao.store.datasets import require_dataset
-from gligabao.store.errors import NotFound
-
-# Every stage an inference is recorded under: the chat stages and the embeddings.
-KNOWN_STAGES = (*STAGES, EMBED_STAGE)
-
-
-def _open(config_path: str | None, db: str | None, dataset: str | None = None):
-    """The configuration and the existing database (never created here: exit 6 if none)."""
-    config = configure(config_path, {"database": db, "dataset": dataset})
-    return config, open_store(config, create=False)
-
-
-def _filter_id(config, conn) -> int | None:
-    """The id of the dataset named by --dataset, GB_DATASET or the config file; None
-    (every dataset) when none is named."""
-    name = config.dataset_named()
-    return None if name is None else require_dataset(conn, name).id
+from gligabao.cli.app import command, memory
+from gligabao.errors import ExitCode, InputError
+from gligabao.service.records import INFERENCE_STAGES
 
 
 @command("show")
@@ -53,16 +29,13 @@ def show(
     A chunk's id (or its summary's) shows the chunk: its document, lines, text, summary
     and facts. Example: gb show 12
     """
-    _, conn = _open(config_path, db)
-    artifact_id = options.stored_id(artifact_id, "artifact")
-    if artifacts.artifact_place(conn, artifact_id)["role"] == "document":
-        view, human = artifacts.get_document(conn, artifact_id), render.document_view
-    else:
-        view, human = artifacts.get_chunk(conn, artifact_id), render.chunk_view
+    view = memory(config_path, {"database": db}).document(artifact_id)
     if as_json:
         render.json_line(view)
+    elif "place" in view:  # a chunk's (or its summary's) id shows the chunk
+        render.chunk_view(view)
     else:
-        human(view)
+        render.document_view(view)
 
 
 @command("list")
@@ -85,12 +58,8 @@ def list_documents(
     Ids are shared by documents, chunks and summaries, so document ids may skip.
     Example: gb list --dataset default -n 20
     """
-    options.count("--limit", limit)
-    config, conn = _open(config_path, db, dataset)
-    dataset_id = _filter_id(config, conn)
-    rows = artifacts.list_documents(
-        conn, dataset_id, include_superseded=every, limit=limit, session=session
-    )
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    rows = service.documents(limit=limit, include_superseded=every, session=session)
     if as_json:
         for row in rows:
             render.json_line(row)
@@ -114,8 +83,7 @@ def forget_document(
     Entities and facts that no other document supports are deleted with it. A chunk's
     or a summary's id is refused (exit 2), naming its document. Example: gb forget 12
     """
-    _, conn = _open(config_path, db)
-    report = forget.forget(conn, options.stored_id(artifact_id, "artifact"))
+    report = memory(config_path, {"database": db}).forget(artifact_id)
     if as_json:
         render.json_line(dataclasses.asdict(report))
     else:
@@ -136,9 +104,7 @@ def show_stats(
 
     Example: gb stats --json
     """
-    config, conn = _open(config_path, db, dataset)
-    dataset_id = _filter_id(config, conn)
-    counts = stats.stats(conn, dataset_id)
+    counts = memory(config_path, {"database": db, "dataset": dataset}).stats()
     if as_json:
         render.json_line(dataclasses.asdict(counts))
     else:
@@ -158,13 +124,13 @@ def vec_stats(
 
     Example: gb vec-stats
     """
-    config, conn = _open(config_path, db, dataset)
-    rows = vectors.vec_stats(conn, require_dataset(conn, config["dataset"]).id)
+    service = memory(config_path, {"database": db, "dataset": dataset})
+    rows = service.vector_stats()
     if as_json:
         for row in rows:
             render.json_line(dataclasses.asdict(row))
     else:
-        render.vec_stats_table(config["dataset"], rows)
+        render.vec_stats_table(service.dataset, rows)
 
 
 @command("inferences")
@@ -174,7 +140,7 @@ def list_inferences(
     ),
     db: options.Db = None,
     stage: str = typer.Option(
-        None, metavar="STAGE", help=f"Only this stage: {', '.join(KNOWN_STAGES)}."
+        None, metavar="STAGE", help=f"Only this stage: {', '.join(INFERENCE_STAGES)}."
     ),
     limit: int = typer.Option(
         50, "-n", "-k", "--limit", metavar="N", help="How many, newest first."
@@ -191,32 +157,20 @@ def list_inferences(
 
     Example: gb inferences --stage summarize_chunk -n 10
     """
+    service = memory(config_path, {"database": db})
     if inference_id is not None:
-        _one_inference(config_path, db, options.stored_id(inference_id, "inference"), as_json)
+        view = service.inference(inference_id)
+        if as_json:
+            render.json_line(view)
+        else:
+            render.inference_view(view, view["documents"])
         return
-    options.count("--limit", limit)
-    if stage is not None and stage not in KNOWN_STAGES:
-        # An unknown stage matches no row: an empty table would look like "no calls".
-        raise UsageError(f"unknown stage {stage!r}: use one of {', '.join(KNOWN_STAGES)}")
-    _, conn = _open(config_path, db)
-    rows = inference_rows.list_inferences(conn, limit, stage)
+    rows = service.inferences(limit=limit, stage=stage)
     if as_json:
         for row in rows:
             render.json_line(row)
     else:
         render.inferences_table(rows)
-
-
-def _one_inference(config_path: str | None, db: str | None, inference_id: int, as_json: bool):
-    _, conn = _open(config_path, db)
-    row = inference_rows.get_inference(conn, inference_id)
-    if row is None:
-        raise NotFound(f"no inference with id {inference_id}; gb inferences lists them")
-    served = inference_rows.served_documents(conn, inference_id)
-    if as_json:
-        render.json_line({**row, "documents": served})
-    else:
-        render.inference_view(row, served)
 
 
 @command("status")
@@ -249,47 +203,22 @@ def status(
         "dataset": dataset,
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
     }
-    # Here, not at the top: it loads the remember pipeline, which no other command needs.
-    from gligabao.remember.status import IN_SYNC, deleted_files, sync_status
-
-    config = configure(config_path, flags)
-    settings = config.chunk_settings()
-    names = discover(paths or [], recursive=recursive, globs=glob or ()).inputs
-    if not names:
-        raise UsageError("name the files to check (or -r FOLDER)")
-    conn, dataset_id = None, None
+    sync = memory(config_path, flags).status(paths or [], recursive=recursive, glob=glob or ())
     worst = ExitCode.OK
     states: Counter[str] = Counter()
-    for name in names:
-        try:
-            sources = read_sources(name)  # a chat export: each conversation, in turn
-            if conn is None:  # once a file is read: a missing file alone is still exit 3
-                conn = open_store(config, create=False)
-                found = datasets.find_dataset(conn, config["dataset"])
-                dataset_id = found and found.id
-            results = [sync_status(conn, source, dataset_id, settings) for source in sources]
-        except InputError as exc:
-            render.error(str(exc))
+    for result in sync:
+        if isinstance(result, InputError):
+            render.error(str(result))
             worst = ExitCode.BAD_INPUT
             states["unreadable"] += 1
             continue
-        for result in results:
-            states[result.state] += 1
-            if result.state != IN_SYNC and worst == ExitCode.OK:
-                worst = ExitCode.FAILURE
-            if as_json:
-                render.json_line(dataclasses.asdict(result))
-            else:
-                render.status_line(result)
-    # Remembered from a folder walked, gone from it since (issue 17): not in sync either.
-    folders = [p for p in paths or [] if recursive and os.path.isdir(p)]
-    gone = deleted_files(conn, dataset_id, folders, names) if conn is not None else []
-    for result in gone:
         states[result.state] += 1
-        worst = ExitCode.FAILURE if worst == ExitCode.OK else worst
+        # Any state but in sync fails, a file gone from a folder walked too.
+        if result.state != "in sync" and worst == ExitCode.OK:
+            worst = ExitCode.FAILURE
         if as_json:
             render.json_line(dataclasses.asdict(result))
         else:
             render.status_line(result)
-    render.status_summary(len(names) + len(gone), states)
+    render.status_summary(sync.files, states)
     raise typer.Exit(int(worst))

@@ -20,6 +20,7 @@ from gligabao.config import Price
 from gligabao.read.documents import cite_described
 
 if TYPE_CHECKING:
+    from gligabao.remember.result import Remembered
     from gligabao.search.evaluate import EvalResult
     from gligabao.search.hybrid import Hit
 
@@ -279,13 +280,13 @@ def _money(cost: float | None, unpriced: int = 0) -> str:
     return f"{known} + {unpriced:,} call{'s' if unpriced > 1 else ''} without a price"
 
 
-def remember_panel(source: str, outcome: Any) -> None:
-    r = outcome.response
-    spend = outcome.spend
+def remember_panel(done: Remembered) -> None:
+    r, source, spend = done.response, done.source, done.spend
+    assert spend is not None  # a document stored: its run's calls were counted
     created = sum(1 for e in r["entities"] if e.get("created"))
     new_edges = sum(1 for e in r["edges"] if e.get("created"))
     lines = [
-        f"document   {r['artifact_id']}  ({outcome.status})",
+        f"document   {r['artifact_id']}  ({done.status})",
         f"chunks     {len(r['chunks']) if 'chunks' in r else 'not chunked'}",
         f"entities   {len(r['entities'])} ({created} new)",
         f"edges      {len(r['edges'])} ({new_edges} new), {len(r['invalidated_edges'])} closed",
@@ -592,12 +593,12 @@ def notice(message: str) -> None:
     stderr.print(_text(f"gb: {message}", lines=True))
 
 
-def result_line(result: Any) -> None:
-    r = result.outcome.response
+def result_line(result: Remembered) -> None:
+    r = result.response
     chunks = f"{len(r['chunks'])} chunks" if "chunks" in r else "not chunked"
     stdout.print(
         _text(
-            f"{result.status:<10} {result.name} -> document {r['artifact_id']} ({chunks}, "
+            f"{result.status:<10} {result.source} -> document {r['artifact_id']} ({chunks}, "
             f"{len(r['entities'])} entities, {len(r['edges'])} edges)"
         )
     )

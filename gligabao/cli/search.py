@@ -2,52 +2,11 @@
 
 from __future__ import annotations
 
-import functools
-from typing import TYPE_CHECKING
-
 import typer
 
 from gligabao.base.jsonl import json_line
 from gligabao.cli import options
-from gligabao.cli.app import command, open_dataset
-from gligabao.config import Config
-from gligabao.errors import UsageError
-from gligabao.search.hybrid import (
-    METHODS,
-    OTHER_MODEL,
-    bm25_only,
-    fusion_for,
-    other_model,
-    search,
-    vector_obstacle,
-)
-from gligabao.store import datasets
-
-if TYPE_CHECKING:
-    from gligabao.llm.float32 import Float32
-
-
-def _choose_method(config: Config, conn, dataset: datasets.Dataset, method: str) -> str:
-    """The method to run: bm25 (with a notice) when vectors cannot be searched."""
-    if method == "bm25":
-        return method
-    obstacle = vector_obstacle(config, conn, dataset)
-    if obstacle == OTHER_MODEL:
-        raise other_model(config, dataset)
-    if obstacle is not None:
-        from gligabao.cli import render  # rich, for the notice: not for a plain --json search
-
-        render.notice(bm25_only(obstacle, dataset))
-        return "bm25"
-    return method
-
-
-def _embedded(config: Config, query: str) -> Float32:
-    """The query's vector. Called in search()'s vector thread: the import of what it
-    sends the request with runs there too, while the keyword search runs in SQLite."""
-    from gligabao.llm.query import embed_query
-
-    return embed_query(config, query)
+from gligabao.cli.app import FLAGS, command, memory
 
 
 @command("search")
@@ -96,43 +55,11 @@ def search_command(
 
     Example: gb search "how is the licence terminated" -k 5
     """
-    if method not in METHODS:
-        raise UsageError(f"--method must be one of {', '.join(METHODS)}, not {method!r}")
-    options.count("-k", k)
-    query = options.query_text(query, optional=False)
-    config, conn, found = open_dataset(config_path, db, dataset)
-    method = _choose_method(config, conn, found, method)
-    query_vector = None if method == "bm25" else functools.partial(_embedded, config, query)
-    reranker = None
-    if config["search.rerank"] if rerank is None else rerank:
-        from gligabao.search.rerank import Reranker
-
-        reranker = Reranker(config, conn, found)
-    hits = search(
-        conn,
-        found,
-        query,
-        method=method,
-        k=k if reranker is None else reranker.candidates(k),
-        query_vector=query_vector,
-        depth=config["search.depth"],  # search() takes at least k from each method
-        fusion=fusion_for(config, found),
-        exact=config["search.exact"],
-        session=session,
-        role=role,
-    )
-    notice = None
-    if reranker is not None:
-        with reranker:
-            reranked = reranker.rerank(query, hits)
-        hits, notice = reranked.hits[:k], reranked.notice
-    if notice is not None:
-        from gligabao.cli import render
-
-        render.notice(notice)
+    service = memory(config_path, {"database": db, "dataset": dataset}, {**FLAGS, "k": "-k"})
+    hits = service.search(query, k, method=method, session=session, role=role, rerank=rerank)
     if as_json:
-        for hit in hits:
-            json_line(hit.as_json() if notice is None else {**hit.as_json(), "notice": notice})
+        for line in hits.as_json():
+            json_line(line)
         return
     from gligabao.cli import render
 

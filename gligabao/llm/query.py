@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
+from gligabao.base.redact import scrub
 from gligabao.config import Config
 from gligabao.llm import float32
 from gligabao.llm.endpoint import (
@@ -33,7 +34,6 @@ from gligabao.llm.endpoint import (
     one_line,
     plain_http,
     require_endpoint,
-    scrub,
     server_message,
     status_failure,
     vector_problem,

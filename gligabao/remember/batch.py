@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -23,39 +23,11 @@ from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.read.files import shown_name
 from gligabao.read.sources import Source, read_sources
-from gligabao.remember.document import (
-    PENDING,
-    Options,
-    Outcome,
-    remember_async,
-    require_embeddings,
-)
+from gligabao.remember.document import Options, remember_async, require_embeddings
+from gligabao.remember.result import FAILED, LEFT, PENDING, Remembered
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
-
-LEFT = "left"  # not started, or stopped, because of --max-cost
-FAILED = "failed"
-
-
-@dataclass
-class Result:
-    """How one input ended: an outcome, or the error that stopped it."""
-
-    name: str
-    status: str  # remembered | completed | unchanged | offline | pending | failed | left
-    outcome: Outcome | None = None
-    error: GbError | None = None
-    spend: Spend = field(default_factory=Spend)  # what its calls cost, failed or not
-
-    def as_json(self) -> dict[str, Any]:
-        """Its `gb remember --json` line: where it came from, how it ended, its response."""
-        line: dict[str, Any] = {"source": self.name, "status": self.status}
-        if self.error is not None:
-            line["error"] = str(self.error)
-        if self.outcome is not None:
-            line.update(self.outcome.response)
-        return line
 
 
 def remember_all(
@@ -64,7 +36,7 @@ def remember_all(
     config: Config,
     llm: LLM,
     options: Options,
-    on_result: Callable[[Result], None],
+    on_result: Callable[[Remembered], None],
     budget: Budget | None = None,
 ) -> None:
     """Remember every input; ``on_result`` is called for each as it ends."""
@@ -87,14 +59,14 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
 
     async def one(name: str) -> None:
         if budget is not None and budget.reached:
-            on_result(Result(name, LEFT))
+            on_result(Remembered(name, LEFT))
             return
         try:
             sources = read_sources(
                 name, chat=config["mode"] == "chat", all_branches=options.all_branches
             )
         except GbError as exc:
-            on_result(Result(name, FAILED, error=exc))
+            on_result(Remembered(name, FAILED, failure=exc))
             return
         # A chat export: each conversation (and branch) is a document, reported as one.
         for source in sources:
@@ -102,21 +74,21 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
 
     async def remember_one(name: str, source: Source) -> None:
         if budget is not None and budget.reached:
-            on_result(Result(name, LEFT))
+            on_result(Remembered(name, LEFT))
             return
         spend = Spend()
         try:
-            outcome = await remember_async(conn, source, config, llm, options, budget, spend)
+            done = await remember_async(conn, source, config, llm, options, budget, spend)
         except GbError as exc:
             stopped = isinstance(exc, BudgetReached) or isinstance(exc.__cause__, BudgetReached)
-            on_result(Result(name, LEFT if stopped else FAILED, error=exc, spend=spend))
+            on_result(Remembered(name, LEFT if stopped else FAILED, failure=exc, spend=spend))
             return
         except Exception as exc:  # not foreseen (a store error...): this input fails, not all
             error = GbError(llm.scrub(f"{shown_name(name)}: {type(exc).__name__}: {exc}"))
             error.__cause__ = exc
-            on_result(Result(name, FAILED, error=error, spend=spend))
+            on_result(Remembered(name, FAILED, failure=error, spend=spend))
             return
-        on_result(Result(name, outcome.status, outcome, spend=spend))
+        on_result(done)
 
     for name in names:
         if len(running) >= window:
@@ -145,23 +117,22 @@ class Tally:
     unfinished: list[str] = field(default_factory=list)  # notices of inputs left pending
     started: float = field(default_factory=time.monotonic)
 
-    def add(self, result: Result) -> None:
+    def add(self, result: Remembered) -> None:
         self.done += 1
         self.by_status[result.status] = self.by_status.get(result.status, 0) + 1
-        if result.error is not None and result.status == FAILED:
-            self.errors.append(result.error)
-        spend = result.spend
+        if result.failure is not None and result.status == FAILED:
+            self.errors.append(result.failure)
+        spend = result.spend or Spend()
         self.tokens += spend.input_tokens + spend.output_tokens
         self.cost += spend.cost
         self.priced = self.priced and spend.priced
         self.unpriced += spend.unpriced
-        if result.outcome is not None:
-            self.chunks += len(result.outcome.response.get("chunks", ()))
-            for notice in result.outcome.notices:
-                if notice not in self.notices:
-                    self.notices.append(notice)
-                if result.status == PENDING and notice not in self.unfinished:
-                    self.unfinished.append(notice)
+        self.chunks += len(result.response.get("chunks", ()))
+        for notice in result.notices:
+            if notice not in self.notices:
+                self.notices.append(notice)
+            if result.status == PENDING and notice not in self.unfinished:
+                self.unfinished.append(notice)
 
     @property
     def elapsed(self) -> float:

@@ -53,6 +53,7 @@ from gligabao.remember.resolve import (
     merge_answers,
     split_items,
 )
+from gligabao.remember.result import PENDING, Remembered
 from gligabao.remember.write import Piece, Writer, Written, pause
 from gligabao.store import artifacts, claims, datasets, graph, inferences, vectors, versions
 from gligabao.store.db import now_iso, transaction
@@ -68,7 +69,6 @@ OFFLINE_NOTICE = (
     "the same command again to complete them."
 )
 OFFLINE_CHUNKS_PER_TRANSACTION = 500  # a 1 MiB text cut small is ~15,000 chunks
-PENDING = "pending"  # stored as offline because the endpoint could not be reached
 # The stages a user chooses (config `stages`, --stages); contextualize stays on `contextual`.
 CHOOSABLE_STAGES = ("graph", "summaries", "embed")
 EMBED_ONLY = ("embed",)
@@ -128,23 +128,12 @@ class Options:
             )
 
 
-@dataclass
-class Outcome:
-    """The response object (R7), plus how the run went, for the renderer."""
-
-    response: dict[str, Any]
-    status: str  # remembered | completed | unchanged | offline | pending
-    spend: Spend = field(default_factory=Spend)
-    trajectory: list[dict[str, Any]] = field(default_factory=list)
-    notices: list[str] = field(default_factory=list)
-
-
 def remember(
     conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
-) -> Outcome:
+) -> Remembered:
     """Remember one input: see the module docstring for the order of things."""
 
-    async def run() -> Outcome:
+    async def run() -> Remembered:
         try:
             return await remember_async(conn, source, config, llm, options)
         finally:
@@ -161,7 +150,7 @@ async def remember_async(
     options: Options,
     budget: Budget | None = None,
     spend: Spend | None = None,
-) -> Outcome:
+) -> Remembered:
     """`remember` inside a running event loop, so that many documents can share it (and
     the LLM's limiter) at once; a `budget` shared by them stops new calls at --max-cost."""
     require_embeddings(llm)
@@ -235,20 +224,20 @@ class _Run:
         if self.options.trace:
             self.trajectory.append({"step": name, "message": message, **data})
 
-    async def run(self) -> Outcome:
+    async def run(self) -> Remembered:
         found = self._find()
         if found is not None and self._whole(found):
             # Remembered whole already: no claim, no cut, no call (nightly re-imports).
             return self._unchanged(found)
         held = await self._claim()
         renewing = asyncio.ensure_future(self._renew(held.owner))
-        outcome: Outcome | None = None
+        done: Remembered | None = None
         try:
-            outcome = await self._claimed(held)
-            return outcome
+            done = await self._claimed(held)
+            return done
         finally:
             await _cancel([renewing])
-            if outcome is not None:  # stored whole: the moment lives on with the document
+            if done is not None:  # stored whole: the moment lives on with the document
                 claims.drop(self.conn, self.dataset.id, self.source.sha256)
             else:
                 claims.release(self.conn, self.dataset.id, self.source.sha256, held.owner)
@@ -263,9 +252,9 @@ class _Run:
     def _whole(document: dict[str, Any]) -> bool:
         return document["status"] == "complete" and not artifacts.pending_stages(document)
 
-    def _unchanged(self, document: dict[str, Any]) -> Outcome:
+    def _unchanged(self, document: dict[str, Any]) -> Remembered:
         self.step("unchanged", f"already stored whole as document {document['id']}")
-        return self._outcome(document, [], "unchanged")
+        return self._remembered(document, [], "unchanged")
 
     async def _claim(self) -> claims.Claim:
         """Claim the text for this run, waiting while another live run works on it (a
@@ -303,7 +292,7 @@ class _Run:
             await asyncio.sleep(claims.STALE_AFTER_S / 4)
             claims.renew(self.conn, self.dataset.id, self.source.sha256, owner)
 
-    async def _claimed(self, held: claims.Claim) -> Outcome:
+    async def _claimed(self, held: claims.Claim) -> Remembered:
         # Found again under the claim: another run may have stored it while this one waited.
         document = self._find()
         if document is not None and self._whole(document):
@@ -378,7 +367,7 @@ class _Run:
             return EMBED_ONLY
         return stages
 
-    async def _embed_only(self, document, result, pieces: list[Piece], stored) -> Outcome:
+    async def _embed_only(self, document, result, pieces: list[Piece], stored) -> Remembered:
         """Store the text and its chunks, embed the chunks not embedded yet, and leave the
         graph and summaries pending for a run with a chat endpoint: search without a graph,
         paying for embeddings only. Asked before anything is stored: all or nothing."""
@@ -405,9 +394,9 @@ class _Run:
         for start in range(0, len(texts), EMBED_BATCH):
             got += await self.calls.embed(texts[start : start + EMBED_BATCH])
         self.step("embed", f"{len(texts)} chunk texts, no chat calls", texts=len(texts))
-        outcome = self._offline(document, result, pieces, stored, "", "embedded")
-        outcome.notices.clear()
-        document = artifacts.get_artifact(self.conn, outcome.response["artifact_id"])
+        done = self._offline(document, result, pieces, stored, "", "embedded")
+        done.notices.clear()
+        document = artifacts.get_artifact(self.conn, done.response["artifact_id"])
         by_index = {
             row["chunk_index"]: row
             for row in artifacts.chunks_with_summaries(self.conn, document["id"])
@@ -425,10 +414,10 @@ class _Run:
                 vectors.upsert_vectors(self.conn, self.dataset.id, "chunks", rows)
             artifacts.set_pending(self.conn, document["id"], EMBED_ONLY_LEFT)
         document = artifacts.get_artifact(self.conn, document["id"])
-        outcome = self._outcome(document, [], "embedded")
-        outcome.response["embedded_chunks"] = len(rows)
-        outcome.notices += self.notices
-        return outcome
+        done = self._remembered(document, [], "embedded")
+        done.response["embedded_chunks"] = len(rows)
+        done.notices += self.notices
+        return done
 
     def _diff(self, document, result, todo: list[Piece]) -> dict[int, Any]:
         """The pieces to do that are chunks the file's previous version stored whole (by
@@ -490,7 +479,7 @@ class _Run:
 
     # ---- offline
 
-    def _offline(self, document, result, pieces, stored, notice: str, status: str) -> Outcome:
+    def _offline(self, document, result, pieces, stored, notice: str, status: str) -> Remembered:
         """Store the text and every chunk not stored yet, keyword-indexed, with the stages
         left to do marked on them (and on the document), for a run with an endpoint. A
         document an earlier run left halfway (killed, a full disk) is completed so too."""
@@ -529,9 +518,9 @@ class _Run:
             )
         # Stored whole: what is left is marked in `pending`, for a run with an endpoint.
         document = self._complete(document, whole=not left and not document["pending"])
-        outcome = self._outcome(document, [], status)
-        outcome.notices.append(notice)
-        return outcome
+        done = self._remembered(document, [], status)
+        done.notices.append(notice)
+        return done
 
     # ---- fetch
 
@@ -606,7 +595,7 @@ class _Run:
 
     # ---- store
 
-    async def _store(self, document, result, todo: list[Piece], n: int) -> Outcome:
+    async def _store(self, document, result, todo: list[Piece], n: int) -> Remembered:
         fetched = [p for p in todo if p.index not in self.reused]
         self.extracted = sum(1 for p in fetched if p.chunk is not None)
         resolver = Resolver(self.conn, self.dataset.id, self.valid_at)
@@ -668,7 +657,7 @@ class _Run:
         artifacts.set_pending(self.conn, document["id"], ())
         document = self._complete(document, whole=True)
         status = "remembered" if not todo or len(todo) == max(n, 1) else "completed"
-        return self._outcome(document, written, status)
+        return self._remembered(document, written, status)
 
     async def _stop(self, tasks, exc: BaseException) -> None:
         """Cancel `tasks`. After a failure (not when the run itself is cancelled, as by
@@ -762,7 +751,7 @@ class _Run:
 
     # ---- response
 
-    def _outcome(self, document, written: list[Written], status: str) -> Outcome:
+    def _remembered(self, document, written: list[Written], status: str) -> Remembered:
         inferences.link_document(self.conn, self.calls.served, document["id"])
         response = _response(self.conn, document, written)
         if self.previous is not None:
@@ -778,7 +767,9 @@ class _Run:
             response["stages_left"] = left
         if self.options.trace:
             response["trajectory"] = self.trajectory
-        return Outcome(response, status, self.calls.spend, self.trajectory)
+        return Remembered(
+            self.source.label, status, response, spend=self.calls.spend, trajectory=self.trajectory
+        )
 
 
 # The documents of a batch are fetched at once, but stored one at a time per dataset:

@@ -4,6 +4,7 @@ when wrong, with the exit code of a usage error, the same from `gb` and from `Me
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 
 from gligabao.base.times import canonical_time
 from gligabao.errors import ConfigError, UsageError
@@ -64,3 +65,55 @@ def amount(flag: str, value: float | None) -> float | None:
     if value is not None and not (math.isfinite(value) and value >= 0):
         raise UsageError(f"{flag} must be a finite number, 0 or more, not {value}")
     return value
+
+
+def fits(value: int) -> bool:
+    """Whether an id can name a row: SQLite's ids are 64-bit integers."""
+    return -MAX_ID - 1 <= value <= MAX_ID
+
+
+class Checks:
+    """The checks above at the service's entry, each message naming the argument as the
+    face calling says it: `names` maps an argument to its flag (`{"k": "-k"}`); a
+    program's call is told the argument's own name."""
+
+    def __init__(self, names: Mapping[str, str]) -> None:
+        self.names = names
+
+    def name(self, argument: str) -> str:
+        return self.names.get(argument, argument)
+
+    def choice(self, argument: str, value: str, choices: Sequence[str]) -> str:
+        if value not in choices:
+            raise UsageError(
+                f"{self.name(argument)} must be one of {', '.join(choices)}, not {value!r}"
+            )
+        return value
+
+    def whole(self, argument: str, value: int, *, what: str | None = None) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"{what or self.name(argument)} must be a whole number, not {value!r}")
+        return value
+
+    def count(self, argument: str, value: int, *, low: int = 1) -> int:
+        return count(self.name(argument), self.whole(argument, value), low=low)
+
+    def stored_id(self, argument: str, value: int, what: str) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise UsageError(f"a {what} id is a whole number, not {value!r}")
+        return stored_id(value, what)
+
+    def text(
+        self, argument: str, value: str | None, *, optional: bool = False, what: str = "{}"
+    ) -> str:
+        """A text to look for; `what` is how the message calls it, `{}` the argument."""
+        said = what.format(self.name(argument))
+        if value is not None and not isinstance(value, str):
+            raise UsageError(f"the {said} must be a text, not {value!r}")
+        return query_text(value, optional=optional, what=said)  # type: ignore[return-value]
+
+    def time(self, argument: str, value: str | None) -> str | None:
+        return iso_time(self.name(argument), value)
+
+    def amount(self, argument: str, value: float | None) -> float | None:
+        return amount(self.name(argument), value)

@@ -17,28 +17,39 @@ prints (each has `as_json()`, or is that dict already); errors are `gligabao.err
 GbErrors, each with the message and exit code `gb` gives it. Only `remember` creates the
 database; every other method needs one (NoDatabase otherwise), opened at first use and
 kept. A Memory may be shared by threads: its calls take turns.
+
+Each operation's work is in a module of its own beside this one (searching, facts,
+records, remembering, sync, evaluation, exporting); they are imported by the call that
+needs them, so that `gb search` loads the search and nothing else.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from gligabao.config import SETTINGS, Config, load_config
 from gligabao.errors import UsageError
-from gligabao.graph.queries import Entity, EntityView, Fact
-from gligabao.search.hybrid import METHODS, Hit
+from gligabao.remember.result import Remembered
+from gligabao.service import arguments
 
 if TYPE_CHECKING:
-    from gligabao.remember.batch import Result
+    from gligabao.graph.export import Graph
+    from gligabao.graph.queries import Entity, EntityView, Fact
+    from gligabao.remember.document import Options
+    from gligabao.service.evaluation import Evaluation
+    from gligabao.service.facts import Why
+    from gligabao.service.remembering import Batch
+    from gligabao.service.searching import Hits
+    from gligabao.service.sync import Sync
     from gligabao.store.datasets import Dataset
     from gligabao.store.forget import ForgetReport
     from gligabao.store.stats import Stats
+    from gligabao.store.vectors import VecIndexStats
 
 __all__ = ["Memory", "Remembered", "Why"]
 
@@ -48,50 +59,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 _SETTING_NAMES = {s.key.replace(".", "_"): s.key for s in SETTINGS}
 
 
-@dataclass(frozen=True)
-class Why(Fact):
-    """A fact with each place that states it and, when closed, the fact that closed it
-    (with its own evidence): what `gb why --json` prints."""
+def __getattr__(name: str) -> Any:
+    # Why is a Fact: the graph's queries load with it, not with every Memory.
+    if name == "Why":
+        from gligabao.service.facts import Why
 
-    closer: Fact | None = None
-
-    def as_json(self) -> dict[str, Any]:
-        return {**super().as_json(), "closer": self.closer.as_json() if self.closer else None}
-
-
-@dataclass(frozen=True)
-class Remembered:
-    """How one input of `remember` ended: `status` remembered, completed, unchanged,
-    offline, pending or failed; `response` the stored document (artifact_id, chunks,
-    entities, edges...), `error` why it failed, `notices` what the run said of it."""
-
-    source: str
-    status: str
-    response: dict[str, Any]
-    error: str | None = None
-    notices: tuple[str, ...] = ()
-
-    @property
-    def document_id(self) -> int | None:
-        return self.response.get("artifact_id")
-
-    def as_json(self) -> dict[str, Any]:
-        """The line `gb remember --json` prints for this input."""
-        shown: dict[str, Any] = {"source": self.source, "status": self.status}
-        if self.error is not None:
-            shown["error"] = self.error
-        return {**shown, **self.response}
-
-    @classmethod
-    def from_result(cls, result: Result, source: str | None = None) -> Remembered:
-        outcome = result.outcome
-        return cls(
-            source=source or result.name,
-            status=result.status,
-            response=dict(outcome.response) if outcome else {},
-            error=str(result.error) if result.error is not None else None,
-            notices=tuple(outcome.notices) if outcome else (),
-        )
+        return Why
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _one_at_a_time(method: F) -> F:
@@ -126,8 +100,28 @@ class Memory:
             if name not in _SETTING_NAMES:
                 raise TypeError(f"Memory() got an unknown setting {name!r}")
             flags[_SETTING_NAMES[name]] = value
-        self.config: Config = load_config(os.fspath(config) if config else None, flags)
+        self._start(load_config(os.fspath(config) if config else None, flags), on_notice, {})
+
+    @classmethod
+    def of(
+        cls,
+        config: Config,
+        *,
+        on_notice: Callable[[str], None] | None = None,
+        names: Mapping[str, str] | None = None,
+    ) -> Memory:
+        """A Memory of a configuration already loaded (a face's, its flags applied);
+        `names` says how that face calls each argument in messages (`{"k": "-k"}`)."""
+        memory = cls.__new__(cls)
+        memory._start(config, on_notice, names or {})
+        return memory
+
+    def _start(
+        self, config: Config, on_notice: Callable[[str], None] | None, names: Mapping[str, str]
+    ) -> None:
+        self.config: Config = config
         self.on_notice = on_notice
+        self._args = arguments.Checks(names)
         self._conn: Any = None
         self._lock = threading.RLock()
 
@@ -140,6 +134,13 @@ class Memory:
     @property
     def dataset(self) -> str:
         return self.config["dataset"]
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The keys of the configured endpoints: what no answer may carry."""
+        from gligabao.service.settings import secrets
+
+        return secrets(self.config)
 
     def close(self) -> None:
         with self._lock:
@@ -155,7 +156,9 @@ class Memory:
 
     def _store(self, *, create: bool = False) -> Any:
         """The connection, opened at first use (and again after a failed open: a database
-        locked or not created yet may be there the next time)."""
+        locked or not created yet may be there the next time). Only `remember` creates
+        the file: a typo in --db is one line (exit 6) rather than a new empty database,
+        and another program's SQLite file is refused rather than given gligabao's tables."""
         if self._conn is None:
             from gligabao.store import open_db
 
@@ -169,7 +172,7 @@ class Memory:
         from gligabao.store.datasets import require_dataset
 
         if name is not None:
-            _check_text(name, "dataset name")
+            self._args.text("dataset", name, what="dataset name")
         conn = self._store()
         return conn, require_dataset(conn, name or self.dataset)
 
@@ -179,7 +182,7 @@ class Memory:
         from gligabao.store.datasets import require_dataset
 
         if name is not None:
-            _check_text(name, "dataset name")
+            self._args.text("dataset", name, what="dataset name")
         conn = self._store()
         name = name or self.config.dataset_named()
         return conn, None if name is None else require_dataset(conn, name).id
@@ -188,71 +191,42 @@ class Memory:
         if self.on_notice is not None:
             self.on_notice(message)
 
-    def _query_vector(
-        self, conn: Any, dataset: Dataset, text: str, index: str, *, quiet: bool = False
-    ) -> Any:
-        """A function embedding `text` to compare with `index` vectors, or None (BM25
-        alone, with a notice saying why) when they cannot be compared."""
-        from gligabao.search.hybrid import bm25_only, vector_obstacle
-
-        obstacle = vector_obstacle(self.config, conn, dataset, (index,))
-        if obstacle is not None:
-            if not quiet:
-                self._notice(bm25_only(obstacle, dataset, index))
-            return None
-        from gligabao.llm.query import embed_query  # its HTTP: only when embedding
-
-        return lambda: embed_query(self.config, text)
-
-    # ---- reading
+    # ---- searching and the graph
 
     @_one_at_a_time
     def search(
-        self, query: str, k: int = 10, *, method: str = "hybrid", dataset: str | None = None
-    ) -> list[Hit]:
+        self,
+        query: str,
+        k: int = 10,
+        *,
+        method: str = "hybrid",
+        dataset: str | None = None,
+        session: str | None = None,
+        role: str | None = None,
+        rerank: bool | None = False,
+    ) -> Hits:
         """The k best chunks for `query` (as `gb search`): `method` hybrid, bm25 or
-        vector; hybrid falls back to BM25 (with a notice) where vectors cannot be used."""
-        from gligabao.search.hybrid import (
-            OTHER_MODEL,
-            bm25_only,
-            fusion_for,
-            search,
-            vector_obstacle,
-        )
+        vector; hybrid falls back to BM25 (with a notice) where vectors cannot be used.
+        `session` and `role` narrow them (a session's documents, chat chunks holding a
+        message by that role); `rerank` lets the chat model order the best (None: as
+        the configuration's search.rerank says)."""
+        from gligabao.service.searching import search_chunks
 
-        if method not in METHODS:
-            raise UsageError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-        _check_count("k", k)
-        _check_text(query, "query")
+        method = self._args.choice("method", method, ("hybrid", "bm25", "vector"))
+        k = self._args.count("k", k)
+        query = self._args.text("query", query)
         conn, found = self._dataset(dataset)
-        vector = None
-        if method != "bm25":
-            obstacle = vector_obstacle(self.config, conn, found)
-            if obstacle == OTHER_MODEL:
-                # Its vectors and the query's would not compare: the CLI's refusal
-                # (ConfigError), raised before it would print anything.
-                from gligabao.search.hybrid import other_model
-
-                raise other_model(self.config, found)
-            if obstacle is not None:
-                self._notice(bm25_only(obstacle, found))
-                method = "bm25"
-            else:
-                from gligabao.llm.query import embed_query  # its HTTP: only now
-
-                def vector() -> Any:
-                    return embed_query(self.config, query)
-
-        return search(
+        return search_chunks(
+            self.config,
             conn,
             found,
             query,
             method=method,
             k=k,
-            query_vector=vector,
-            depth=self.config["search.depth"],
-            fusion=fusion_for(self.config, found),
-            exact=self.config["search.exact"],
+            session=session,
+            role=role,
+            rerank=self.config["search.rerank"] if rerank is None else rerank,
+            notice=self._notice,
         )
 
     @_one_at_a_time
@@ -272,31 +246,26 @@ class Memory:
         """The facts of the dataset (as `gb facts`): current ones, newest first, each with
         its evidence; `query` searches them, `about` names an entity (name or id), `at`
         asks what was true then, `known_at` what the graph held then."""
-        from gligabao.graph import queries as facts
+        from gligabao.service import facts
 
-        _check_count("k", k)
-        if query is not None:
-            _check_text(query, "query")
-        if about is not None:
-            _check_text(about, "about name")
-        at, known_at = _time("at", at), _time("known_at", known_at)
+        k = self._args.count("k", k)
+        query = self._args.text("query", query, optional=True)
+        about = self._args.text("about", about, optional=True, what="{} name")
+        at, known_at = self._args.time("at", at), self._args.time("known_at", known_at)
         conn, found = self._dataset(dataset)
-        entity_ids = [e["id"] for e in facts.find_entities(conn, found, about)] if about else None
-        vector = self._query_vector(conn, found, query, "edges") if query else None
         return facts.facts(
+            self.config,
             conn,
             found,
             query,
-            about=entity_ids,
+            about=about,
             at=at,
             known_at=known_at,
             closed=include_closed,
-            relation=relation.upper() if relation else None,
+            relation=relation,
             session=session,
             limit=k,
-            query_vector=vector,
-            depth=self.config["search.depth"],
-            rrf_k=self.config["search.rrf_k"],
+            notice=self._notice,
         )
 
     @_one_at_a_time
@@ -306,77 +275,108 @@ class Memory:
         """One entity by name (any case, accents, spacing) or id, as `gb entity`: its
         facts as a timeline, its neighbours up to `depth`, the documents that mention it.
         Several close matches raise AmbiguousEntity, which lists them."""
-        from gligabao.graph import queries as facts
+        from gligabao.service import facts
 
-        _check_count("depth", depth, low=0)
-        _check_text(name, "name")
-        at = _time("at", at)
+        depth = self._args.count("depth", depth, low=0)
+        name = self._args.text("name", name)
+        at = self._args.time("at", at)
         conn, found = self._dataset(dataset)
-        # Only for a name no entity has: no word on how it was looked up.
-        vector = self._query_vector(conn, found, name, "entities", quiet=True)
-        return facts.entity(conn, found, name, at=at, depth=depth, query_vector=vector)
+        return facts.entity(self.config, conn, found, name, at=at, depth=depth)
 
     @_one_at_a_time
     def entities(
         self, query: str | None = None, *, k: int = 20, dataset: str | None = None
     ) -> list[Entity]:
         """Entities by name, or searched by `query` (as `gb entities`)."""
-        from gligabao.graph import queries as facts
+        from gligabao.service import facts
 
-        _check_count("k", k)
-        if query is not None:
-            _check_text(query, "query")
+        k = self._args.count("k", k)
+        query = self._args.text("query", query, optional=True)
         conn, found = self._dataset(dataset)
-        vector = self._query_vector(conn, found, query, "entities") if query else None
-        return facts.entities(
-            conn,
-            found,
-            query,
-            limit=k,
-            query_vector=vector,
-            depth=self.config["search.depth"],
-            rrf_k=self.config["search.rrf_k"],
-        )
+        return facts.entities(self.config, conn, found, query, limit=k, notice=self._notice)
 
     @_one_at_a_time
     def why(self, fact_id: int, *, dataset: str | None = None) -> Why:
         """A fact with its evidence and, when closed, what closed it (as `gb why`)."""
-        from gligabao.graph.queries import get_fact
+        from gligabao.service import facts
         from gligabao.store.errors import NotFound
 
+        fact_id = self._args.whole("fact_id", fact_id, what="a fact id")
         conn, found = self._dataset(dataset)
-        fact = get_fact(conn, found, _check_id(fact_id, "fact"))
-        if fact is None:
+        # An id beyond 64 bits names no fact either: the same answer.
+        shown = facts.why(conn, found, fact_id) if arguments.fits(fact_id) else None
+        if shown is None:
             raise NotFound(f"no fact {fact_id} in dataset '{found.name}'; gb facts lists them")
-        closer = get_fact(conn, found, fact.closed_by["id"]) if fact.closed_by else None
-        return Why(
-            **{f.name: getattr(fact, f.name) for f in dataclasses.fields(fact)}, closer=closer
+        return shown
+
+    @_one_at_a_time
+    def evidence_lines(self, document_id: int, start: int, end: int) -> tuple[bytes, int]:
+        """The lines around bytes `start`..`end` of a document (a quote's, as `gb why`
+        shows it), and the offset they begin at."""
+        from gligabao.service.facts import evidence_lines
+
+        return evidence_lines(self._store(), document_id, start, end)
+
+    @_one_at_a_time
+    def export(
+        self,
+        fmt: str,
+        *,
+        at: str | None = None,
+        output: str | os.PathLike[str] | None = None,
+        stream: TextIO | None = None,
+    ) -> Graph:
+        """The graph of the dataset written as `gb export` writes it, in `fmt` (jsonl,
+        graphml or csv), of the facts true `at` a time if given: to `output` (a file
+        replaced once written whole; for csv a folder), else to `stream`."""
+        import sys
+
+        from gligabao.service.exporting import export_graph
+
+        at = self._args.time("at", at)
+        conn, found = self._dataset(None)
+        return export_graph(
+            conn,
+            found,
+            fmt,
+            at=at,
+            output=None if output is None else Path(output),
+            stream=stream or sys.stdout,
+            database=Path(self.path),
         )
+
+    # ---- records
 
     @_one_at_a_time
     def document(self, artifact_id: int) -> dict[str, Any]:
         """A document with its text, chunks (offsets, sections, summaries), entities and
-        edges, or, for a chunk's id, the chunk: what `gb show --json` prints."""
+        edges, or, for a chunk's id, the chunk (with its `place`): what `gb show --json`
+        prints."""
         from gligabao.store import artifacts
 
         conn = self._store()
-        artifact_id = _check_id(artifact_id, "artifact")
+        artifact_id = self._args.stored_id("artifact_id", artifact_id, "artifact")
         if artifacts.artifact_place(conn, artifact_id)["role"] == "document":
             return artifacts.get_document(conn, artifact_id)
         return artifacts.get_chunk(conn, artifact_id)
 
     @_one_at_a_time
     def documents(
-        self, *, dataset: str | None = None, limit: int = 50, include_superseded: bool = False
+        self,
+        *,
+        dataset: str | None = None,
+        limit: int = 50,
+        include_superseded: bool = False,
+        session: str | None = None,
     ) -> list[dict[str, Any]]:
         """Documents, newest first, without their text (as `gb list --json`): of
         `dataset`, else of the one configured, else of every dataset."""
         from gligabao.store import artifacts
 
-        _check_count("limit", limit)
+        limit = self._args.count("limit", limit)
         conn, dataset_id = self._filter(dataset)
         return artifacts.list_documents(
-            conn, dataset_id, include_superseded=include_superseded, limit=limit
+            conn, dataset_id, include_superseded=include_superseded, limit=limit, session=session
         )
 
     @_one_at_a_time
@@ -387,6 +387,54 @@ class Memory:
         conn, dataset_id = self._filter(dataset)
         return stats.stats(conn, dataset_id)
 
+    @_one_at_a_time
+    def vector_stats(self, *, dataset: str | None = None) -> list[VecIndexStats]:
+        """What each vector index of the dataset holds, and should (as `gb vec-stats`)."""
+        from gligabao.store import vectors
+
+        conn, found = self._dataset(dataset)
+        return vectors.vec_stats(conn, found.id)
+
+    @_one_at_a_time
+    def inferences(self, *, limit: int = 50, stage: str | None = None) -> list[dict[str, Any]]:
+        """The record of LLM calls, newest first, of one `stage` if named (as `gb
+        inferences`)."""
+        from gligabao.service import records
+
+        limit = self._args.count("limit", limit)
+        stage = records.check_stage(stage)
+        return records.inferences(self._store(), limit, stage)
+
+    @_one_at_a_time
+    def inference(self, inference_id: int) -> dict[str, Any]:
+        """One LLM call whole: its record, its answer and the documents it served."""
+        from gligabao.service import records
+
+        inference_id = self._args.stored_id("inference_id", inference_id, "inference")
+        return records.inference(self._store(), inference_id)
+
+    @_one_at_a_time
+    def status(
+        self, paths: Sequence[str], *, recursive: bool = False, glob: Sequence[str] = ()
+    ) -> Sync:
+        """Whether files are stored as they and the settings cut them now (as `gb
+        status`): iterate the result for each one's state."""
+        from gligabao.read.discovery import discover
+        from gligabao.service.sync import Sync, folders_walked
+
+        names = discover(list(paths), recursive=recursive, globs=glob).inputs
+        if not names:
+            raise UsageError("name the files to check (or -r FOLDER)")
+
+        def connect() -> tuple[Any, int | None]:
+            from gligabao.store.datasets import find_dataset
+
+            conn = self._store()
+            found = find_dataset(conn, self.dataset)
+            return conn, found and found.id
+
+        return Sync(names, folders_walked(paths, recursive), self.config.chunk_settings(), connect)
+
     # ---- writing
 
     @_one_at_a_time
@@ -395,7 +443,8 @@ class Memory:
         (as `gb forget`); a chunk's id is refused, naming its document."""
         from gligabao.store import forget
 
-        return forget.forget(self._store(), _check_id(document_id, "artifact"))
+        conn = self._store()
+        return forget.forget(conn, self._args.stored_id("document_id", document_id, "artifact"))
 
     @_one_at_a_time
     def remember(
@@ -413,27 +462,68 @@ class Memory:
         files narrowed by `glob` patterns, what is skipped said as a notice), one result
         each: one that fails is reported with its error and never stops the others.
         Offline (no endpoint) texts and chunks are stored keyword-indexed, stages pending."""
-        from gligabao.read.discovery import discover, skip_summary
-        from gligabao.remember.batch import remember_all
-
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         if not given:
             raise UsageError("no input: name a path to remember")
-        found = discover([os.fspath(p) for p in given], recursive=recursive, globs=glob)
-        skipped = skip_summary(found.skipped)
-        if skipped is not None:
-            self._notice(skipped)
-        results: list[Remembered] = []
-        llm, options = self._pipeline(session, valid_at, kind, force)
-        remember_all(
-            self._store(create=True),
-            found.inputs,
-            self.config,
-            llm,
-            options,
-            lambda r: results.append(Remembered.from_result(r)),
+        batch = self._batch(
+            [os.fspath(p) for p in given],
+            recursive=recursive,
+            glob=glob,
+            session=session,
+            valid_at=valid_at,
+            kind=kind,
+            force=force,
         )
+        results: list[Remembered] = []
+        batch.run(results.append)
         return results
+
+    @_one_at_a_time
+    def batch(self, paths: Sequence[str], **how: Any) -> Batch:
+        """The inputs of `gb remember` found and ready to run (see `_batch`)."""
+        return self._batch(paths, **how)
+
+    def _batch(
+        self,
+        paths: Sequence[str],
+        *,
+        recursive: bool = False,
+        glob: Sequence[str] = (),
+        files_from: str | None = None,
+        null: bool = False,
+        session: str | None = None,
+        valid_at: str | None = None,
+        reference_time: str | None = None,
+        kind: str = "document",
+        force: bool = False,
+        stages: str | None = None,
+        trace: bool = False,
+        all_branches: bool = False,
+        max_cost: float | None = None,
+        each_skipped: bool = False,
+    ) -> Batch:
+        """`paths` (files, folders with `recursive`, `-`) and the `files_from` list found,
+        what is skipped said (each file with `each_skipped`), the budget and the LLM
+        client made: a Batch whose `run` remembers them."""
+        from gligabao.read.discovery import discover
+        from gligabao.remember.batch import Tally
+        from gligabao.service.remembering import Batch, budget_for, skip_notices
+
+        max_cost = self._args.amount("max_cost", max_cost)
+        options = self._options(
+            session, valid_at, reference_time, kind, force, stages, trace, all_branches
+        )
+        found = discover(
+            paths, recursive=recursive, globs=glob, files_from=files_from, null_sep=null
+        )
+        for said in skip_notices(found, each=each_skipped):
+            self._notice(said)
+        budget = budget_for(self.config, max_cost)
+        conn = self._store(create=True)
+        from gligabao.llm import LLM  # the openai SDK (~0.45 s): only to remember
+
+        tally = Tally(total=len(found.inputs))
+        return Batch(conn, self.config, found, options, LLM(self.config), budget, tally)
 
     @_one_at_a_time
     def remember_text(
@@ -448,68 +538,91 @@ class Memory:
     ) -> Remembered:
         """Remember a text as `gb remember -` remembers standard input (`name` is how the
         result and messages call it); a text refused or a run that fails raises."""
+        from gligabao.llm import LLM
         from gligabao.read.files import STDIN, decode
         from gligabao.read.sources import Source
-        from gligabao.remember import document as remember
-        from gligabao.remember.batch import Result
+        from gligabao.remember import remember
 
         if not isinstance(text, str):
             raise UsageError(f"the text to remember must be a str, not {type(text).__name__}")
         shown = name or STDIN
         data = text.encode("utf-8", "surrogatepass")
         source = Source(STDIN, data, decode(shown, data))
-        llm, options = self._pipeline(session, valid_at, kind, force)
-        outcome = remember(self._store(create=True), source, self.config, llm, options)
-        return Remembered.from_result(Result(shown, outcome.status, outcome), shown)
+        options = self._options(session, valid_at, None, kind, force, None, False, False)
+        done = remember(self._store(create=True), source, self.config, LLM(self.config), options)
+        return _replace(done, source=shown)
 
-    def _pipeline(
-        self, session: str | None, valid_at: str | None, kind: str, force: bool
-    ) -> tuple[Any, Any]:
-        """The LLM client (imports the openai SDK: only to remember) and the options."""
-        from gligabao.llm import LLM
-        from gligabao.remember import Options
+    def _options(
+        self,
+        session: str | None,
+        valid_at: str | None,
+        reference_time: str | None,
+        kind: str,
+        force: bool,
+        stages: str | None,
+        trace: bool,
+        all_branches: bool,
+    ) -> Options:
+        """The run's options, its arguments checked; the configured stages refused before
+        any input is read."""
+        from gligabao.remember.document import Options, parse_stages
 
-        moment = _time("valid_at", valid_at)
-        options = Options(
+        parse_stages(self.config["stages"], "config stages")
+        moment = self._args.time("valid_at", valid_at)
+        chosen = stages and parse_stages(stages, self._args.name("stages"))
+        return Options(
             dataset=self.dataset,
             kind=kind,
             session=session,
             valid_at=moment,
-            reference_time=moment,
+            reference_time=self._args.time("reference_time", reference_time) or moment,
             force=force,
+            stages=chosen or None,
+            trace=trace,
+            all_branches=all_branches,
             on_notice=self.on_notice,
         )
-        return LLM(self.config), options
+
+    # ---- search measured
+
+    @_one_at_a_time
+    def evaluate(
+        self,
+        queries: str | os.PathLike[str],
+        *,
+        datasets: Sequence[str] = (),
+        methods: Sequence[str] = (),
+        tune: bool = False,
+        on_tuned: Callable[[Any], None] | None = None,
+    ) -> Evaluation:
+        """failure@1/5/20 of each method (bm25, vector, hybrid unless `methods` names
+        some, rerank among them) on each dataset (the configured one unless `datasets`
+        names some), measured on the gold queries of a JSON Lines file (as `gb eval`);
+        `tune` learns and stores each dataset's vector weight first (told to `on_tuned`)."""
+        from gligabao.search.evaluate import EVAL_METHODS, METHOD_CHOICES, read_queries
+        from gligabao.service.evaluation import evaluate
+        from gligabao.store.datasets import require_dataset
+
+        chosen = list(dict.fromkeys(methods or EVAL_METHODS))
+        for method in chosen:
+            self._args.choice("method", method, METHOD_CHOICES)
+        gold = read_queries(queries)
+        names = list(dict.fromkeys(datasets or [self.dataset]))
+        conn = self._store()
+        found = [require_dataset(conn, name) for name in names]
+        return evaluate(
+            self.config,
+            conn,
+            found,
+            gold,
+            chosen,
+            tune=tune,
+            notice=self._notice,
+            on_tuned=on_tuned or (lambda tuning: None),
+        )
 
 
-# ---- arguments, checked as the CLI checks its options
+def _replace(item: Any, **changes: Any) -> Any:
+    import dataclasses
 
-
-def _check_count(name: str, value: int, *, low: int = 1) -> int:
-    from gligabao.service.arguments import count
-
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"{name} must be a whole number, not {value!r}")
-    return count(name, value, low=low)
-
-
-def _check_text(value: str, what: str) -> str:
-    from gligabao.service.arguments import query_text
-
-    if not isinstance(value, str):
-        raise UsageError(f"the {what} must be a text, not {value!r}")
-    return query_text(value, optional=False, what=what) or value
-
-
-def _check_id(value: int, what: str) -> int:
-    from gligabao.service.arguments import stored_id
-
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise UsageError(f"a {what} id is a whole number, not {value!r}")
-    return stored_id(value, what)
-
-
-def _time(name: str, value: str | None) -> str | None:
-    from gligabao.service.arguments import iso_time
-
-    return iso_time(name, value)
+    return dataclasses.replace(item, **changes)

@@ -1,0 +1,124 @@
+"""The temporal graph read back as every face reads it: facts, entities and one entity,
+searched by BM25 and by meaning (BM25 alone, with a notice, where vectors cannot be
+used), and a fact with why it is held; the types they answer."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gligabao.graph import queries
+from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
+from gligabao.service.searching import Notice, query_vector
+
+if TYPE_CHECKING:
+    from gligabao.config import Config
+    from gligabao.store.datasets import Dataset
+
+__all__ = [
+    "AmbiguousEntity",
+    "Entity",
+    "EntityView",
+    "Evidence",
+    "Fact",
+    "Why",
+    "entities",
+    "entity",
+    "evidence_lines",
+    "facts",
+    "why",
+]
+
+
+@dataclass(frozen=True)
+class Why(Fact):
+    """A fact with each place that states it and, when closed, the fact that closed it
+    (with its own evidence): what `gb why --json` prints."""
+
+    closer: Fact | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {**super().as_json(), "closer": self.closer.as_json() if self.closer else None}
+
+
+def facts(
+    config: Config,
+    conn: Any,
+    dataset: Dataset,
+    query: str | None,
+    *,
+    about: str | None,
+    at: str | None,
+    known_at: str | None,
+    closed: bool,
+    relation: str | None,
+    session: str | None,
+    limit: int,
+    notice: Notice,
+) -> list[Fact]:
+    """The facts of `dataset` (gb facts): `about` names an entity (name or id)."""
+    entity_ids = [e["id"] for e in queries.find_entities(conn, dataset, about)] if about else None
+    vector = query_vector(config, conn, dataset, query, "edges", notice) if query else None
+    return queries.facts(
+        conn,
+        dataset,
+        query,
+        about=entity_ids,
+        at=at,
+        known_at=known_at,
+        closed=closed,
+        relation=relation.upper() if relation else None,
+        session=session,
+        limit=limit,
+        query_vector=vector,
+        depth=config["search.depth"],
+        rrf_k=config["search.rrf_k"],
+    )
+
+
+def entity(
+    config: Config, conn: Any, dataset: Dataset, name: str, *, at: str | None, depth: int
+) -> EntityView:
+    """One entity by name or id (gb entity)."""
+    # Only for a name no entity has: no word on how it was looked up.
+    vector = query_vector(config, conn, dataset, name, "entities", None)
+    return queries.entity(conn, dataset, name, at=at, depth=depth, query_vector=vector)
+
+
+def entities(
+    config: Config, conn: Any, dataset: Dataset, query: str | None, *, limit: int, notice: Notice
+) -> list[Entity]:
+    """Entities by name, or searched by `query` (gb entities)."""
+    vector = query_vector(config, conn, dataset, query, "entities", notice) if query else None
+    return queries.entities(
+        conn,
+        dataset,
+        query,
+        limit=limit,
+        query_vector=vector,
+        depth=config["search.depth"],
+        rrf_k=config["search.rrf_k"],
+    )
+
+
+def why(conn: Any, dataset: Dataset, fact_id: int) -> Why | None:
+    """A fact with its evidence and what closed it (gb why), or None when there is none."""
+    fact = queries.get_fact(conn, dataset, fact_id)
+    if fact is None:
+        return None
+    closer = queries.get_fact(conn, dataset, fact.closed_by["id"]) if fact.closed_by else None
+    shown = {f.name: getattr(fact, f.name) for f in dataclasses.fields(fact)}
+    return Why(**shown, closer=closer)
+
+
+def evidence_lines(conn: Any, document_id: int, start: int, end: int) -> tuple[bytes, int]:
+    """The document's bytes from the line before `start` to the line after `end`, and the
+    offset they begin at: the lines a quote is shown in."""
+    from gligabao.store.facts import document_bytes
+
+    data = document_bytes(conn, document_id, end + 4096)
+    first = data.rfind(b"\n", 0, max(0, data.rfind(b"\n", 0, start))) + 1
+    after = data.find(b"\n", end)
+    after = data.find(b"\n", after + 1) if after >= 0 else -1
+    return data[first : after if after >= 0 else len(data)], first

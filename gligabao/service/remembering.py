@@ -1,0 +1,108 @@
+"""One run of `remember` as every face starts it: the inputs found (what is skipped said),
+the budget checked against the prices, the LLM client made, every input remembered with
+its result handed back as it ends, and the files gone from the folders walked."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from gligabao.errors import ConfigError
+from gligabao.read.discovery import Discovery, skip_summary
+from gligabao.read.files import STDIN, shown_name
+from gligabao.remember.result import Remembered
+
+if TYPE_CHECKING:
+    from gligabao.calls import Budget
+    from gligabao.config import Config
+    from gligabao.llm.client import LLM
+    from gligabao.remember.batch import Tally
+    from gligabao.remember.document import Options
+
+__all__ = ["Batch", "skip_notices"]
+
+
+def skip_notices(found: Discovery, *, each: bool) -> list[str]:
+    """What to say of the files skipped: one line for all, by reason; with `each`, a
+    line for each of them first."""
+    said = [f"skipped {shown_name(s.path)}: {s.reason}" for s in found.skipped] if each else []
+    summary = skip_summary(found.skipped)
+    return said if summary is None else [*said, summary]
+
+
+def budget_for(config: Config, max_cost: float | None) -> Budget | None:
+    """The run's budget (--max-cost), refused when a model it may call has no price."""
+    if max_cost is None:
+        return None
+    from gligabao.calls import Budget
+
+    budget = Budget(config, max_cost)
+    missing = budget.missing_prices()
+    if missing:
+        raise ConfigError(
+            f"--max-cost needs a price for every model it may call; add [prices] entries "
+            f"for {', '.join(missing)} to gligabao.toml"
+        )
+    return budget
+
+
+@dataclasses.dataclass
+class Batch:
+    """The inputs of one run, ready: `run` remembers them, each result told as it ends and
+    counted in `tally` (the summary line and the exit code); `gone` then lists the files
+    remembered from the folders walked that are deleted (with `prune`, removed)."""
+
+    conn: Any
+    config: Config
+    found: Discovery
+    options: Options
+    llm: LLM
+    budget: Budget | None
+    tally: Tally
+
+    @property
+    def inputs(self) -> list[str]:
+        return self.found.inputs
+
+    def calls_out(self) -> int:
+        """Requests sent and not answered yet (the progress line's)."""
+        return self.llm.calls_out()
+
+    def run(
+        self,
+        on_result: Callable[[Remembered], None],
+        on_step: Callable[[str, str, dict[str, Any]], None] | None = None,
+    ) -> Tally:
+        """Remember every input; a signal (KeyboardInterrupt) leaves what was stored."""
+        from gligabao.remember.batch import remember_all
+
+        options = self.options
+        if on_step is not None:
+            options = dataclasses.replace(options, on_step=on_step)
+
+        def counted(result: Remembered) -> None:
+            self.tally.add(result)
+            on_result(result)
+
+        remember_all(self.conn, self.inputs, self.config, self.llm, options, counted, self.budget)
+        return self.tally
+
+    def gone(self, paths: Sequence[str], *, prune: bool) -> list[dict[str, Any]]:
+        """The files remembered from the folders among `paths` that are deleted, each as
+        its `--json` line: `deleted`, or with `prune` `removed`, its facts expired."""
+        from gligabao.remember.status import deleted_files
+        from gligabao.remember.status import prune as prune_file
+        from gligabao.store import datasets
+
+        dataset = datasets.find_dataset(self.conn, self.config["dataset"])
+        folders = [p for p in paths if p != STDIN and os.path.isdir(p)]
+        lines = []
+        for gone in deleted_files(self.conn, dataset and dataset.id, folders, self.inputs):
+            status = "removed" if prune else "deleted"
+            line = {"source": gone.source, "status": status, "artifact_id": gone.document_id}
+            if prune:
+                line["facts_expired"] = prune_file(self.conn, gone)
+            lines.append(line)
+        return lines

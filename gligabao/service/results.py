@@ -1,0 +1,34 @@
+"""The result of each operation of the service, as faces name them (the MCP server
+declares them as its tools' output schemas): one type an operation."""
+
+from __future__ import annotations
+
+from gligabao.graph.export import Graph
+from gligabao.graph.queries import Entity, EntityView, Fact
+from gligabao.remember.result import Remembered
+from gligabao.remember.status import SyncStatus
+from gligabao.search.evaluate import EvalResult
+from gligabao.search.hybrid import Hit
+from gligabao.service.evaluation import Evaluation
+from gligabao.service.facts import Why
+from gligabao.service.searching import Hits
+from gligabao.store.forget import ForgetReport
+from gligabao.store.stats import Stats
+from gligabao.store.vectors import VecIndexStats
+
+__all__ = [
+    "Entity",
+    "EntityView",
+    "EvalResult",
+    "Evaluation",
+    "Fact",
+    "ForgetReport",
+    "Graph",
+    "Hit",
+    "Hits",
+    "Remembered",
+    "Stats",
+    "SyncStatus",
+    "VecIndexStats",
+    "Why",
+]
