@@ -4,7 +4,9 @@ The library comes first; `gb` (gligabao.cli) is a thin layer over it. Its public
 `Memory` (gligabao.service.memory): `from gligabao import Memory`.
 """
 
-from gligabao.version import __version__
+# The one place the version is written (the build reads it here): `gb --version` and
+# `import gligabao` import no module of the package for it.
+__version__ = "0.1.0"
 
 # Not `typing.TYPE_CHECKING`: importing typing alone costs `import gligabao` ~7 ms.
 TYPE_CHECKING = False

@@ -1,3 +1,5 @@
-"""The version of gligabao, apart so that anything may name it without importing more."""
+"""The version of gligabao, for the modules that name it (gligabao/__init__.py holds it)."""
 
-__version__ = "0.1.0"
+from gligabao import __version__
+
+__all__ = ["__version__"]

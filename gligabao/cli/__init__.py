@@ -54,7 +54,7 @@ def main() -> None:
     args = sys.argv[1:]
     try:
         if args == ["--version"]:
-            from gligabao.version import __version__
+            from gligabao import __version__
 
             print(f"gb {__version__}")
             return

@@ -16,10 +16,10 @@ from gligabao.cli.app import command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.errors import ConfigError, Interrupted, UsageError
 from gligabao.read.files import STDIN, shown_name
-from gligabao.remember.result import Remembered
 
 if TYPE_CHECKING:
     from gligabao.remember.batch import Tally
+    from gligabao.remember.result import Remembered
 
 
 @command("remember")

@@ -34,13 +34,13 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from gligabao.config import SETTINGS, Config, load_config
 from gligabao.errors import UsageError
-from gligabao.remember.result import Remembered
 from gligabao.service import arguments
 
 if TYPE_CHECKING:
     from gligabao.graph.export import Graph
     from gligabao.graph.queries import Entity, EntityView, Fact
     from gligabao.remember.document import Options
+    from gligabao.remember.result import Remembered
     from gligabao.service.evaluation import Evaluation
     from gligabao.service.facts import Why
     from gligabao.service.remembering import Batch
@@ -60,11 +60,16 @@ _SETTING_NAMES = {s.key.replace(".", "_"): s.key for s in SETTINGS}
 
 
 def __getattr__(name: str) -> Any:
-    # Why is a Fact: the graph's queries load with it, not with every Memory.
+    # The results named here load on first use: `gb search` needs neither the graph's
+    # queries (a Why is a Fact) nor the remember package.
     if name == "Why":
         from gligabao.service.facts import Why
 
         return Why
+    if name == "Remembered":
+        from gligabao.remember.result import Remembered
+
+        return Remembered
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
