@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 
 import typer
 
-from gligabao.chunk import ChunkSettings, Cut
 from gligabao.cli import options, render
-from gligabao.cli.app import command, configure
-from gligabao.config import Config
-from gligabao.errors import DatabaseError, ExitCode, InputError, UsageError
+from gligabao.cli.app import command, configure, memory
+from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.read.files import STDIN
-from gligabao.read.sources import Source, read_sources
 from gligabao.service.settings import where_from
 
 
@@ -44,74 +40,33 @@ def chunk_preview(
 
     Example: gb chunk-preview notes.md --chunk-size 512 --overlap 10
     """
-    config = configure(
-        config_path,
-        {
-            **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
-            "database": db,
-            "dataset": dataset,
-        },
-    )
-    settings = config.chunk_settings()
+    flags = {
+        **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
+        "database": db,
+        "dataset": dataset,
+    }
+    service = memory(config_path, flags)
     if not paths and sys.stdin.isatty():
         # Nothing piped in: waiting on the terminal would look like a hang.
         raise UsageError("no input: name a PATH, or pipe text into `gb chunk-preview -`")
     names = paths or [STDIN]
-    # Only --json shows stored contexts, and only a database that is already there.
-    database = config["database"] if as_json and os.path.isfile(config["database"]) else None
     failed = 0
-    for name in names:
-        try:
-            sources = read_sources(name, chat=config["mode"] == "chat", all_branches=all_branches)
-        except InputError as exc:
-            render.error(str(exc))
+    # Only --json shows stored contexts.
+    for preview in service.preview(names, all_branches=all_branches, contexts=as_json):
+        if isinstance(preview, InputError):
+            render.error(str(preview))
             failed += 1
-            continue
-        for source in sources:
-            database = _preview(config, settings, source, as_json, database)
+        elif as_json:
+            render.json_line(
+                render.chunk_preview_json(
+                    preview.shown, preview.cut, preview.situating, preview.locations
+                )
+            )
+        else:
+            render.chunk_preview_table(preview.shown, preview.cut, preview.settings)
     if failed:
         code = ExitCode.BAD_INPUT if failed == len(names) else ExitCode.PARTIAL
         raise typer.Exit(int(code))
-
-
-def _preview(
-    config: Config, settings: ChunkSettings, source: Source, as_json: bool, database: str | None
-) -> str | None:
-    """Show one document's cut; the database to read stored contexts from next."""
-    from gligabao.remember.cut import cut_source
-
-    shown = source.name  # a name's non-UTF-8 bytes escaped, printable
-    if source.document is not None and source.document.kind == "chat":
-        shown = f"{shown} #{source.document.name}"
-    result = cut_source(source, settings)
-    if as_json:
-        situating: dict[int, str] = {}
-        if database is not None and source.path is not None and result.chunked:
-            situating, database = _stored_contexts(config, database, source, result)
-        render.json_line(render.chunk_preview_json(shown, result, situating, source.locations()))
-    else:
-        render.chunk_preview_table(shown, result, settings)
-    return database
-
-
-def _stored_contexts(
-    config: Config, database: str, source: Source, result: Cut
-) -> tuple[dict[int, str], str | None]:
-    """The stored contexts of `result`'s chunks, and the database to ask next time: None
-    once it could not be read, so a locked or foreign file costs one notice, not one an
-    input (the preview itself never depends on the database)."""
-    from gligabao.remember.status import stored_contexts  # here: the store is not cheap
-
-    # A short wait: a preview is not worth blocking on another process's lock.
-    wait_ms = int(min(config["busy_timeout"], 1.0) * 1000)
-    try:
-        found = stored_contexts(
-            database, source, config["dataset"], result, busy_timeout_ms=wait_ms
-        )
-    except DatabaseError as exc:
-        render.notice(f"stored contexts not shown: {exc}")
-        return {}, None
-    return found, database
 
 
 @command("config")

@@ -6,17 +6,6 @@ from typing import Annotated, Optional
 
 import typer
 
-# The checks of values the library shares (gligabao.service.memory takes the same arguments).
-from gligabao.service.arguments import (  # noqa: F401
-    MAX_COUNT,
-    MAX_ID,
-    amount,
-    count,
-    iso_time,
-    query_text,
-    stored_id,
-)
-
 ConfigPath = Annotated[
     Optional[str],  # noqa: UP045 - typer reads the annotation at run time on 3.10 too
     typer.Option(

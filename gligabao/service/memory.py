@@ -28,12 +28,12 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from gligabao.config import SETTINGS, Config, load_config
-from gligabao.errors import UsageError
+from gligabao.errors import InputError, UsageError
 from gligabao.service import arguments
 
 if TYPE_CHECKING:
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from gligabao.remember.result import Remembered
     from gligabao.service.evaluation import Evaluation
     from gligabao.service.facts import Why
+    from gligabao.service.preview import Preview
     from gligabao.service.remembering import Batch
     from gligabao.service.searching import Hits
     from gligabao.service.sync import Sync
@@ -417,6 +418,18 @@ class Memory:
 
         inference_id = self._args.stored_id("inference_id", inference_id, "inference")
         return records.inference(self._store(), inference_id)
+
+    def preview(
+        self, paths: Sequence[str], *, all_branches: bool = False, contexts: bool = False
+    ) -> Iterator[Preview | InputError]:
+        """How each input would be cut, nothing stored (as `gb chunk-preview`): one
+        Preview a document, or the InputError of an input that cannot be read; with
+        `contexts`, each chunk's situating context where the database has it."""
+        from gligabao.service.preview import previews
+
+        return previews(
+            self.config, paths, all_branches=all_branches, contexts=contexts, notice=self._notice
+        )
 
     @_one_at_a_time
     def status(

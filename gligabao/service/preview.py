@@ -1,0 +1,77 @@
+"""How inputs would be cut (gb chunk-preview), nothing stored: each input read by its
+reader, cut with the settings, and, when asked, each chunk's situating context as the
+database holds it for the same content cut the same way."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gligabao.chunk import ChunkSettings, Cut
+from gligabao.config import Config
+from gligabao.errors import DatabaseError, InputError
+from gligabao.read.sources import Source, read_sources
+from gligabao.remember.cut import cut_source
+
+__all__ = ["Preview", "previews"]
+
+
+@dataclass(frozen=True)
+class Preview:
+    """One document's cut: `shown` its name (a conversation's title after ``#``),
+    `situating` the stored context of each chunk index that has one."""
+
+    shown: str
+    cut: Cut
+    settings: ChunkSettings
+    locations: dict[str, Any] | None  # a PDF's pages, a chat's messages
+    situating: dict[int, str] = field(default_factory=dict)
+
+
+def previews(
+    config: Config,
+    names: Sequence[str],
+    *,
+    all_branches: bool,
+    contexts: bool,
+    notice: Callable[[str], None],
+) -> Iterator[Preview | InputError]:
+    """Each input's documents cut, or the InputError of one that cannot be read; with
+    `contexts`, the stored ones of a database that is already there."""
+    settings = config.chunk_settings()
+    database = config["database"] if contexts and os.path.isfile(config["database"]) else None
+    for name in names:
+        try:
+            sources = read_sources(name, chat=config["mode"] == "chat", all_branches=all_branches)
+        except InputError as exc:
+            yield exc
+            continue
+        for source in sources:
+            shown = source.name  # a name's non-UTF-8 bytes escaped, printable
+            if source.document is not None and source.document.kind == "chat":
+                shown = f"{shown} #{source.document.name}"
+            cut = cut_source(source, settings)
+            situating: dict[int, str] = {}
+            if database is not None and source.path is not None and cut.chunked:
+                situating, database = _stored_contexts(config, database, source, cut, notice)
+            yield Preview(shown, cut, settings, source.locations(), situating)
+
+
+def _stored_contexts(
+    config: Config, database: str, source: Source, cut: Cut, notice: Callable[[str], None]
+) -> tuple[dict[int, str], str | None]:
+    """The stored contexts of `cut`'s chunks, and the database to ask next time: None
+    once it could not be read, so a locked or foreign file costs one notice, not one an
+    input (the preview itself never depends on the database)."""
+    from gligabao.remember.status import stored_contexts  # here: the store is not cheap
+
+    # A short wait: a preview is not worth blocking on another process's lock.
+    wait_ms = int(min(config["busy_timeout"], 1.0) * 1000)
+    try:
+        found = stored_contexts(database, source, config["dataset"], cut, busy_timeout_ms=wait_ms)
+    except DatabaseError as exc:
+        notice(f"stored contexts not shown: {exc}")
+        return {}, None
+    return found, database
