@@ -39,7 +39,6 @@ from gligabao.service import arguments
 if TYPE_CHECKING:
     from gligabao.graph.export import Graph
     from gligabao.graph.queries import Entity, EntityView, Fact
-    from gligabao.remember.document import Options
     from gligabao.remember.result import Remembered
     from gligabao.service.evaluation import Evaluation
     from gligabao.service.facts import Why
@@ -483,7 +482,7 @@ class Memory:
         given = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
         if not given:
             raise UsageError("no input: name a path to remember")
-        batch = self._batch(
+        batch = self.batch(
             [os.fspath(p) for p in given],
             recursive=recursive,
             glob=glob,
@@ -498,50 +497,13 @@ class Memory:
 
     @_one_at_a_time
     def batch(self, paths: Sequence[str], **how: Any) -> Batch:
-        """The inputs of `gb remember` found and ready to run (see `_batch`)."""
-        return self._batch(paths, **how)
+        """The inputs of `gb remember PATH...` found and ready: a Batch whose `run`
+        remembers them. `how` takes recursive, glob, files_from, null (its list
+        NUL-separated), max_cost, each_skipped (a notice for each file skipped) and the
+        options of service.remembering.run_options."""
+        from gligabao.service.remembering import prepare
 
-    def _batch(
-        self,
-        paths: Sequence[str],
-        *,
-        recursive: bool = False,
-        glob: Sequence[str] = (),
-        files_from: str | None = None,
-        null: bool = False,
-        session: str | None = None,
-        valid_at: str | None = None,
-        reference_time: str | None = None,
-        kind: str = "document",
-        force: bool = False,
-        stages: str | None = None,
-        trace: bool = False,
-        all_branches: bool = False,
-        max_cost: float | None = None,
-        each_skipped: bool = False,
-    ) -> Batch:
-        """`paths` (files, folders with `recursive`, `-`) and the `files_from` list found,
-        what is skipped said (each file with `each_skipped`), the budget and the LLM
-        client made: a Batch whose `run` remembers them."""
-        from gligabao.read.discovery import discover
-        from gligabao.remember.batch import Tally
-        from gligabao.service.remembering import Batch, budget_for, skip_notices
-
-        max_cost = self._args.amount("max_cost", max_cost)
-        options = self._options(
-            session, valid_at, reference_time, kind, force, stages, trace, all_branches
-        )
-        found = discover(
-            paths, recursive=recursive, globs=glob, files_from=files_from, null_sep=null
-        )
-        for said in skip_notices(found, each=each_skipped):
-            self._notice(said)
-        budget = budget_for(self.config, max_cost)
-        conn = self._store(create=True)
-        from gligabao.llm import LLM  # the openai SDK (~0.45 s): only to remember
-
-        tally = Tally(total=len(found.inputs))
-        return Batch(conn, self.config, found, options, LLM(self.config), budget, tally)
+        return prepare(self.config, self._args, self.on_notice, self._writer, paths, **how)
 
     @_one_at_a_time
     def remember_text(
@@ -556,50 +518,14 @@ class Memory:
     ) -> Remembered:
         """Remember a text as `gb remember -` remembers standard input (`name` is how the
         result and messages call it); a text refused or a run that fails raises."""
-        from gligabao.llm import LLM
-        from gligabao.read.files import STDIN, decode
-        from gligabao.read.sources import Source
-        from gligabao.remember import remember
+        from gligabao.service.remembering import remember_text
 
-        if not isinstance(text, str):
-            raise UsageError(f"the text to remember must be a str, not {type(text).__name__}")
-        shown = name or STDIN
-        data = text.encode("utf-8", "surrogatepass")
-        source = Source(STDIN, data, decode(shown, data))
-        options = self._options(session, valid_at, None, kind, force, None, False, False)
-        done = remember(self._store(create=True), source, self.config, LLM(self.config), options)
-        return _replace(done, source=shown)
+        how = {"session": session, "valid_at": valid_at, "kind": kind, "force": force}
+        return remember_text(self.config, self._args, self.on_notice, self._writer, text, name, how)
 
-    def _options(
-        self,
-        session: str | None,
-        valid_at: str | None,
-        reference_time: str | None,
-        kind: str,
-        force: bool,
-        stages: str | None,
-        trace: bool,
-        all_branches: bool,
-    ) -> Options:
-        """The run's options, its arguments checked; the configured stages refused before
-        any input is read."""
-        from gligabao.remember.document import Options, parse_stages
-
-        parse_stages(self.config["stages"], "config stages")
-        moment = self._args.time("valid_at", valid_at)
-        chosen = stages and parse_stages(stages, self._args.name("stages"))
-        return Options(
-            dataset=self.dataset,
-            kind=kind,
-            session=session,
-            valid_at=moment,
-            reference_time=self._args.time("reference_time", reference_time) or moment,
-            force=force,
-            stages=chosen or None,
-            trace=trace,
-            all_branches=all_branches,
-            on_notice=self.on_notice,
-        )
+    def _writer(self) -> Any:
+        """The connection of a call that writes: the only one that creates the database."""
+        return self._store(create=True)
 
     # ---- search measured
 
@@ -638,9 +564,3 @@ class Memory:
             notice=self._notice,
             on_tuned=on_tuned or (lambda tuning: None),
         )
-
-
-def _replace(item: Any, **changes: Any) -> Any:
-    import dataclasses
-
-    return dataclasses.replace(item, **changes)

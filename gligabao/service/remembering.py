@@ -9,7 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from gligabao.errors import ConfigError
+from gligabao.errors import ConfigError, UsageError
 from gligabao.read.discovery import Discovery, skip_summary
 from gligabao.read.files import STDIN, shown_name
 from gligabao.remember.result import Remembered
@@ -20,8 +20,11 @@ if TYPE_CHECKING:
     from gligabao.llm.client import LLM
     from gligabao.remember.batch import Tally
     from gligabao.remember.document import Options
+    from gligabao.service.arguments import Checks
 
-__all__ = ["Batch", "skip_notices"]
+__all__ = ["Batch", "prepare", "remember_text", "run_options", "skip_notices"]
+
+Notice = Callable[[str], None]
 
 
 def skip_notices(found: Discovery, *, each: bool) -> list[str]:
@@ -106,3 +109,99 @@ class Batch:
                 line["facts_expired"] = prune_file(self.conn, gone)
             lines.append(line)
         return lines
+
+
+def run_options(
+    config: Config,
+    checks: Checks,
+    on_notice: Notice | None,
+    *,
+    session: str | None = None,
+    valid_at: str | None = None,
+    reference_time: str | None = None,
+    kind: str = "document",
+    force: bool = False,
+    stages: str | None = None,
+    trace: bool = False,
+    all_branches: bool = False,
+) -> Options:
+    """A run's options, its arguments checked; the configured stages refused before any
+    input is read. `stages` as --stages names them (None: the configuration's)."""
+    from gligabao.remember.document import Options, parse_stages
+
+    parse_stages(config["stages"], "config stages")
+    moment = checks.time("valid_at", valid_at)
+    chosen = stages and parse_stages(stages, checks.name("stages"))
+    return Options(
+        dataset=config["dataset"],
+        kind=kind,
+        session=session,
+        valid_at=moment,
+        reference_time=checks.time("reference_time", reference_time) or moment,
+        force=force,
+        stages=chosen or None,
+        trace=trace,
+        all_branches=all_branches,
+        on_notice=on_notice,
+    )
+
+
+def prepare(
+    config: Config,
+    checks: Checks,
+    on_notice: Notice | None,
+    connect: Callable[[], Any],
+    paths: Sequence[str],
+    *,
+    recursive: bool = False,
+    glob: Sequence[str] = (),
+    files_from: str | None = None,
+    null: bool = False,
+    max_cost: float | None = None,
+    each_skipped: bool = False,
+    **how: Any,
+) -> Batch:
+    """`paths` (files, folders with `recursive`, `-`) and the `files_from` list found,
+    what is skipped said (each file with `each_skipped`), the budget and the LLM client
+    made: a Batch whose `run` remembers them."""
+    from gligabao.read.discovery import discover
+    from gligabao.remember.batch import Tally
+
+    max_cost = checks.amount("max_cost", max_cost)
+    options = run_options(config, checks, on_notice, **how)
+    found = discover(paths, recursive=recursive, globs=glob, files_from=files_from, null_sep=null)
+    for said in skip_notices(found, each=each_skipped) if on_notice is not None else ():
+        on_notice(said)
+    budget = budget_for(config, max_cost)
+    conn = connect()
+    from gligabao.llm import LLM  # the openai SDK (~0.45 s): only to remember
+
+    tally = Tally(total=len(found.inputs))
+    return Batch(conn, config, found, options, LLM(config), budget, tally)
+
+
+def remember_text(
+    config: Config,
+    checks: Checks,
+    on_notice: Notice | None,
+    connect: Callable[[], Any],
+    text: str,
+    name: str | None,
+    how: dict[str, Any],
+) -> Remembered:
+    """A text remembered as `gb remember -` remembers standard input, `name` how the
+    result and messages call it; a text refused or a run that fails raises."""
+    from gligabao.llm import LLM
+    from gligabao.read.files import decode
+    from gligabao.read.sources import Source
+    from gligabao.remember import remember
+
+    if not isinstance(text, str):
+        raise UsageError(f"the text to remember must be a str, not {type(text).__name__}")
+    shown = name or STDIN
+    data = text.encode("utf-8", "surrogatepass")
+    source = Source(STDIN, data, decode(shown, data))
+    options = run_options(config, checks, on_notice, **how)
+    llm = LLM(config)  # a client that cannot be made: refused before the file is created
+    done = remember(connect(), source, config, llm, options)
+    return dataclasses.replace(done, source=shown)
