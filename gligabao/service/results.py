@@ -11,7 +11,9 @@ from gligabao.search.evaluate import EvalResult
 from gligabao.search.hybrid import Hit
 from gligabao.service.evaluation import Evaluation
 from gligabao.service.facts import Why
+from gligabao.service.preview import Preview
 from gligabao.service.searching import Hits
+from gligabao.service.sync import Sync
 from gligabao.store.forget import ForgetReport
 from gligabao.store.stats import Stats
 from gligabao.store.vectors import VecIndexStats
@@ -26,8 +28,10 @@ __all__ = [
     "Graph",
     "Hit",
     "Hits",
+    "Preview",
     "Remembered",
     "Stats",
+    "Sync",
     "SyncStatus",
     "VecIndexStats",
     "Why",
