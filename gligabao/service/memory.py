@@ -439,6 +439,7 @@ class Memory:
         from gligabao.read.discovery import discover
         from gligabao.service.sync import Sync, folders_walked
 
+        settings = self.config.chunk_settings()  # a cut that cannot be: refused first
         names = discover(list(paths), recursive=recursive, globs=glob).inputs
         if not names:
             raise UsageError("name the files to check (or -r FOLDER)")
@@ -450,7 +451,7 @@ class Memory:
             found = find_dataset(conn, self.dataset)
             return conn, found and found.id
 
-        return Sync(names, folders_walked(paths, recursive), self.config.chunk_settings(), connect)
+        return Sync(names, folders_walked(paths, recursive), settings, connect)
 
     # ---- writing
 
