@@ -194,7 +194,7 @@ def remember_text(
     from gligabao.llm import LLM
     from gligabao.read.files import decode
     from gligabao.read.sources import Source
-    from gligabao.remember import remember
+    from gligabao.remember.document import remember
 
     if not isinstance(text, str):
         raise UsageError(f"the text to remember must be a str, not {type(text).__name__}")
