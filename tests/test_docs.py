@@ -33,6 +33,11 @@ NEEDS_LLM = "# needs an LLM endpoint"
 SETUP_REMEMBER = ".venv/bin/gb remember README.md"
 README_MAX_LINES = 250
 TIMEOUT = 60
+# The reader's own notes, for the Python example.
+NOTES = (
+    "Alice Moreau works at Acme Corp since 2015-03-01.\n"
+    "Acme Corp is led by Bruno Tanaka since 2015-01-10.\n"
+)
 
 
 # ---- the README's blocks
@@ -223,7 +228,10 @@ def test_a_readme_example_runs_offline(checkout: Checkout, line: str) -> None:
 
 @pytest.mark.parametrize("code", _python_examples())
 def test_the_readme_python_example_runs(checkout: Checkout, code: str) -> None:
+    """On the README's database, offline, with a notes.md of the reader's own: the notes
+    are stored and found, and the entity that is not there (no graph offline) is said."""
     checkout.restore()
+    (checkout.root / "notes.md").write_text(NOTES)
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=checkout.root,
@@ -234,8 +242,11 @@ def test_the_readme_python_example_runs(checkout: Checkout, code: str) -> None:
         timeout=TIMEOUT,
     )
     assert done.returncode == 0, done.stderr
-    assert re.search(r"README\.md:\d+-\d+", done.stdout), done.stdout
-    assert "no fact 42" in done.stdout, done.stdout
+    lines = done.stdout.splitlines()
+    notes = str((checkout.root / "notes.md").resolve())
+    assert any(re.match(re.escape(notes) + r":\d+-\d+ ", line) for line in lines), lines
+    said = [line for line in lines if "Acme Corp" in line and not line.startswith(notes)]
+    assert said, lines  # no entity named so: the GbError's line, printed
 
 
 # ---- the docs themselves
