@@ -74,6 +74,11 @@ def _offline_examples() -> list[str]:
     return [line for line in _shell_examples() if NEEDS_LLM not in line]
 
 
+def _command_of(line: str) -> str:
+    """An example's test id: its command, without the comment."""
+    return line.split("  #")[0].strip()
+
+
 def _python_examples() -> list[str]:
     return [
         "\n".join(lines) for language, lines in _blocks(README.read_text()) if language == "python"
@@ -218,7 +223,7 @@ def test_the_readme_marks_what_needs_an_endpoint() -> None:
     assert any(NEEDS_LLM in line for line in examples)
 
 
-@pytest.mark.parametrize("line", _offline_examples())
+@pytest.mark.parametrize("line", _offline_examples(), ids=_command_of)
 def test_a_readme_example_runs_offline(checkout: Checkout, line: str) -> None:
     checkout.restore()
     done = _bash(line, checkout.root, checkout.env)
