@@ -193,7 +193,7 @@ def worker(doc: str, db: str, concurrency: int | None) -> int:
     from gligabao.config import load_config
     from gligabao.llm import LLM
     from gligabao.read.sources import read_source
-    from gligabao.remember import Options, remember
+    from gligabao.remember.document import Options, remember
     from gligabao.remember.resolve import Resolver
     from gligabao.remember.write import Writer
     from gligabao.store import open_db

@@ -16,8 +16,9 @@ from typing import Any
 
 from gligabao.config import load_config
 from gligabao.llm import LLM
-from gligabao.remember import Options, Remembered
 from gligabao.remember.batch import remember_all
+from gligabao.remember.document import Options
+from gligabao.remember.result import Remembered
 from gligabao.store import open_db
 from tests.helpers import (
     BROKEN,

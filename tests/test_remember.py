@@ -22,7 +22,7 @@ from gligabao.chunk import cut
 from gligabao.config import load_config
 from gligabao.llm import LLM
 from gligabao.read.sources import read_source
-from gligabao.remember import ChunkFailed, Options, remember
+from gligabao.remember.document import ChunkFailed, Options, remember
 from gligabao.store import open_db
 from tests.helpers import (
     DB,
