@@ -111,7 +111,7 @@ from gligabao.store import facts as store_facts  # noqa: E402
 from gligabao.store import graph, open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import find_dataset, get_or_create_dataset, set_embedding  # noqa: E402
-from gligabao.store.vectors import chunk_row, edge_row, entity_row, upsert_vectors  # noqa: E402
+from gligabao.store.sqlite.vectors import chunk_row, edge_row, entity_row, upsert_vectors  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 
 DIMENSIONS = 1536

@@ -67,7 +67,7 @@ from gligabao.store import open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import get_or_create_dataset, set_embedding  # noqa: E402
 from gligabao.store.db import scalar  # noqa: E402
-from gligabao.store.vectors import (  # noqa: E402
+from gligabao.store.sqlite.vectors import (  # noqa: E402
     bits_table_name,
     chunk_row,
     knn,

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from gligabao.calls import Budget, BudgetReached, Spend
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
@@ -30,6 +28,7 @@ from gligabao.remember.document import (
     remember_async,
     require_embeddings,
 )
+from gligabao.store import Connection
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
@@ -59,7 +58,7 @@ class Result:
 
 
 def remember_all(
-    conn: apsw.Connection,
+    conn: Connection,
     names: Iterable[str],
     config: Config,
     llm: LLM,

@@ -27,8 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from gligabao.calls import Budget, Calls, Spend
 from gligabao.chunk import ChunkSettings, get_tokenizer
 from gligabao.config import Config
@@ -54,7 +52,16 @@ from gligabao.remember.resolve import (
     split_items,
 )
 from gligabao.remember.write import Piece, Writer, Written, pause
-from gligabao.store import artifacts, claims, datasets, graph, inferences, vectors, versions
+from gligabao.store import (
+    Connection,
+    artifacts,
+    claims,
+    datasets,
+    graph,
+    inferences,
+    vectors,
+    versions,
+)
 from gligabao.store.db import now_iso, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -140,7 +147,7 @@ class Outcome:
 
 
 def remember(
-    conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
+    conn: Connection, source: Source, config: Config, llm: LLM, options: Options
 ) -> Outcome:
     """Remember one input: see the module docstring for the order of things."""
 
@@ -154,7 +161,7 @@ def remember(
 
 
 async def remember_async(
-    conn: apsw.Connection,
+    conn: Connection,
     source: Source,
     config: Config,
     llm: LLM,
@@ -201,7 +208,7 @@ def require_embeddings(llm: LLM) -> None:
 class _Run:
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         source: Source,
         config: Config,
         llm: LLM,

@@ -1,4 +1,4 @@
-"""Versioned schema migrations, applied on open.
+"""The SQLite schema: versioned migrations, applied on open (sqlite.connect.open_db).
 
 `MIGRATIONS[n - 1]` takes the schema from version n - 1 to n. Each step runs in its own
 transaction that also records it in `gb_migrations` and sets `PRAGMA user_version`, so a
@@ -10,9 +10,9 @@ dataset's embedding model is set (see vectors.ensure_vector_tables).
 
 from __future__ import annotations
 
-import apsw
-
-from gligabao.store.db import SchemaTooNew, now_iso, scalar, transaction
+from gligabao.store.connection import Connection
+from gligabao.store.db import now_iso, scalar, transaction
+from gligabao.store.errors import SchemaTooNew
 
 _NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 _FTS = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -260,13 +260,13 @@ MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def schema_version(conn: apsw.Connection) -> int:
+def schema_version(conn: Connection) -> int:
     return int(scalar(conn, "PRAGMA user_version"))
 
 
-def migrate(conn: apsw.Connection) -> int:
+def migrate(conn: Connection) -> int:
     """Apply the steps the file lacks; return the version it is at afterwards."""
-    path = getattr(conn, "path", conn.filename)
+    path = conn.path
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
         raise SchemaTooNew(path, current, SCHEMA_VERSION)
