@@ -36,7 +36,7 @@ Each case shows its CPU time beside the wall time (this process, all threads): o
 machine shared with other work it is the steadier figure. A hybrid call's CPU time can
 exceed its wall time, its keyword and vector halves running on two cores at once.
 
-The vector half of `facts QUERY` ranks the facts' vectors in two steps (store/vectors.py,
+The vector half of `facts QUERY` ranks the facts' vectors in two steps (store/sqlite/vectors.py,
 `knn`): the nearest `max(4 * k, 400)` by Hamming distance over the `-bits` table, then
 those by their exact cosine distance. Here k is facts()'s pool, 4 * max(depth, limit) =
 200. Random vectors say nothing of how much of the exact answer that keeps, so it was

@@ -363,7 +363,7 @@ def search(
     returns it (called in a worker thread, so the embedding request overlaps the keyword
     search). `depth` is how many candidates each method contributes; `fusion` how they
     are fused (default: Fusion(), convex; fusion_for() gives a dataset's). The vectors
-    are ranked through their quantized companions (store/vectors.py, knn) unless
+    are ranked through their quantized companions (store.vectors.knn) unless
     `exact` (`search.exact`): then by the exact cosine scan alone. A hit's score is the
     fused one, or with one method that method's own (BM25's, or cosine similarity).
     """

@@ -250,7 +250,7 @@ ALTER TABLE gb_datasets ADD COLUMN search_settings TEXT;
 # Whether a dataset's chunks index holds pieces (a chunk embedded as several vectors):
 # every vector search asks, and probing the ids reads them all (~4 ms at 100,000). NULL
 # where not known yet (a dataset from before V6): probed then, and set by the next write
-# of chunk vectors (store/vectors.py).
+# of chunk vectors (store/sqlite/vectors.py).
 _V6 = """
 ALTER TABLE gb_datasets ADD COLUMN chunk_pieces INTEGER;
 """
