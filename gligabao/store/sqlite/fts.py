@@ -12,6 +12,7 @@ migrations); an artifact's row is written here (index_artifact_text).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from gligabao.store.connection import Connection
@@ -24,6 +25,7 @@ __all__ = [
     "entity_ids",
     "fts_query",
     "index_artifact_text",
+    "indexed_rows",
     "search_artifacts",
     "telling_words",
 ]
@@ -92,6 +94,17 @@ def index_artifact_text(
             "INSERT INTO gb_fts_artifacts(rowid, text, kind, dataset_id) VALUES (?, ?, ?, ?)",
             (artifact_id, text, kind, dataset_id),
         )
+
+
+def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:
+    """How many of `ids` have a row in the FTS5 table `table` (forget's report)."""
+    return int(
+        scalar(
+            conn,
+            f"SELECT count(*) FROM {table} WHERE rowid IN (SELECT value FROM json_each(?))",
+            (json.dumps(ids),),
+        )
+    )
 
 
 def search_artifacts(
