@@ -10,16 +10,14 @@ of every LLM call, keyword indexes and vector indexes. Today that is one SQLite 
 Nothing here calls the network. Table rows come back as dicts keyed by column name;
 computed results are small frozen dataclasses.
 
-How it is cut, so that a second database (PostgreSQL with pgvector) can be added beside
-SQLite: most of the store's SQL reads the same in both, so it is written once, over a
-thin connection facade (`Connection`: `?` placeholders, dict rows, transactions that nest
-as savepoints, the dialect's name), in artifacts, graph, facts and the rest. What really
-differs lives in one package per database, `sqlite/`: connecting and locking (connect),
-the schema (migrations), keyword search (fts) and vectors (vectors). A protocol of every
-store function per database would copy that common SQL into each; this keeps it single.
-Above the store, code names only `Connection` and the store's errors (errors.py), and
-reaches the vectors and the schema as `store.vectors` and `store.migrations`, whichever
-database holds them.
+Cut for a second database (PostgreSQL with pgvector) beside SQLite: most of the store's
+SQL reads the same in both, so it is written once (artifacts, graph, facts and the rest)
+over a thin facade, `Connection` (connection.py: `?` placeholders, dict rows,
+transactions that nest as savepoints, the dialect's name). What truly differs lives in a
+package per database, `sqlite/`: connecting and locking, the schema, keyword search
+(FTS5), vectors (sqlite-vec). A protocol of every store function per database would copy
+the common SQL into each. Above the store, code names only `Connection`, the store's
+errors (errors.py) and `store.vectors`, whichever database is behind them.
 
 The submodules are imported where they are used (`from gligabao.store import graph`
 imports graph.py then), so a command loads the parts of the store it needs only.

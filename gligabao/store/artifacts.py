@@ -315,8 +315,8 @@ def insert_chunk(
         chunk_id = conn.last_insert_rowid()
         _set_locations(conn, chunk_id, locations)
         if index_text:
-            fts = embedded_text(text, context)
-            index_artifact_text(conn, chunk_id, fts, doc["kind"], doc["dataset_id"])
+            indexed = embedded_text(text, context)
+            index_artifact_text(conn, chunk_id, indexed, doc["kind"], doc["dataset_id"])
     return chunk_id
 
 

@@ -1,4 +1,5 @@
-"""The sqlite-vec `vec0` tables: one set of four per dataset (SPEC S3, seed 000).
+"""The sqlite-vec `vec0` tables: one set of four per dataset (SPEC S3, seed 000). The
+rest of the package reaches this module as `store.vectors`.
 
     table                     vector id                  metadata columns
     dataset-<id>-entities     entity-<entity id>         kind = 'entity'
