@@ -36,7 +36,7 @@ Each case shows its CPU time beside the wall time (this process, all threads): o
 machine shared with other work it is the steadier figure. A hybrid call's CPU time can
 exceed its wall time, its keyword and vector halves running on two cores at once.
 
-The vector half of `facts QUERY` ranks the facts' vectors in two steps (store/vectors.py,
+The vector half of `facts QUERY` ranks the facts' vectors in two steps (store/sqlite/vectors.py,
 `knn`): the nearest `max(4 * k, 400)` by Hamming distance over the `-bits` table, then
 those by their exact cosine distance. Here k is facts()'s pool, 4 * max(depth, limit) =
 200. Random vectors say nothing of how much of the exact answer that keeps, so it was
@@ -111,7 +111,7 @@ from gligabao.store import facts as store_facts  # noqa: E402
 from gligabao.store import graph, open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import find_dataset, get_or_create_dataset, set_embedding  # noqa: E402
-from gligabao.store.vectors import chunk_row, edge_row, entity_row, upsert_vectors  # noqa: E402
+from gligabao.store.sqlite.vectors import chunk_row, edge_row, entity_row, upsert_vectors  # noqa: E402
 from tests.llm_server import LLMServer  # noqa: E402
 
 DIMENSIONS = 1536

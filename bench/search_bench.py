@@ -21,7 +21,7 @@ Two figures per size:
 It prints p50 / p95 per size, the database size, the growth from the smallest size, and
 issue 14's targets as PASS/FAIL lines.
 
-The vector side ranks the chunks through their one-bit companion table (store/vectors.py,
+The vector side ranks the chunks through their one-bit companion table (store/sqlite/vectors.py,
 `knn`): a Hamming scan picks the candidates, ranked then by exact cosine. Per size the
 bench also times hybrid with `search.exact = true` (the exact scan of every vector),
 prints recall@20 of the quantized vector search against the exact one on query vectors
@@ -67,7 +67,7 @@ from gligabao.store import open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import get_or_create_dataset, set_embedding  # noqa: E402
 from gligabao.store.db import scalar  # noqa: E402
-from gligabao.store.vectors import (  # noqa: E402
+from gligabao.store.sqlite.vectors import (  # noqa: E402
     bits_table_name,
     chunk_row,
     knn,

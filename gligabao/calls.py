@@ -15,15 +15,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import apsw
-
 from gligabao.chunk import ESTIMATOR
 from gligabao.config import STAGES, Config
 from gligabao.errors import ExitCode, GbError
 from gligabao.llm import EMBED_STAGE, ChatRequest, Flight, LLMError, load_answer
 from gligabao.llm.endpoint import Crew, Stopped
 from gligabao.llm.float32 import Float32
-from gligabao.store import inferences
+from gligabao.store import Connection, inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM, Inference
@@ -147,7 +145,7 @@ class Calls:
 
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         llm: LLM,
         dataset_id: int,
         budget: Budget | None = None,

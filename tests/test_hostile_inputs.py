@@ -27,7 +27,7 @@ import pytest
 from gligabao.errors import ExitCode
 from gligabao.store import open_db
 from gligabao.store.db import query
-from gligabao.store.migrations import MIGRATIONS
+from gligabao.store.sqlite.migrations import MIGRATIONS
 from tests.helpers import story
 from tests.privileges import as_user, permissions_apply
 

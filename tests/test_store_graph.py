@@ -16,7 +16,6 @@ from gligabao.store import (
     datasets,
     db,
     forget,
-    fts,
     graph,
     inferences,
     integrity_problems,
@@ -24,6 +23,7 @@ from gligabao.store import (
     transaction,
     vectors,
 )
+from gligabao.store.sqlite import fts
 
 DIMS = 4
 

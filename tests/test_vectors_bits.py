@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gligabao.store import datasets, db, integrity_problems, open_db, vectors
+from gligabao.store.sqlite.connect import table_exists
 
 DIMS = 32
 N = 500  # vectors in the quantized tests: more than the patched threshold and OVERSAMPLE_MIN
@@ -103,7 +104,7 @@ def test_bits_tables_exist_for_every_index(conn, ds: int) -> None:
     # vec0 packs bits by bytes: 12 dimensions (a test's, no model's) get no bits tables.
     odd = datasets.get_or_create_dataset(conn, "odd").id
     datasets.set_embedding(conn, odd, "embed-model", 12)
-    assert not db.table_exists(conn, f"dataset-{odd}-edges-bits")
+    assert not table_exists(conn, f"dataset-{odd}-edges-bits")
     vectors.upsert_vectors(conn, odd, "edges", [vectors.edge_row(1, [1.0] * 12)])
     assert [n.vector_id for n in vectors.knn(conn, odd, "edges", [1.0] * 12, 3)] == ["edge-1"]
 
@@ -138,7 +139,7 @@ def test_ensure_vector_tables_fills_the_bits_of_an_older_database(conn, ds: int)
         conn.execute(f'DROP TABLE "{vectors.bits_table_name(ds, index)}"')
     stored = fill(conn, ds, "edges", 40)
     vectors.upsert_vectors(conn, ds, "entities", [vectors.entity_row(7, stored["edge-7"])])
-    assert not db.table_exists(conn, bits)
+    assert not table_exists(conn, bits)
     vectors.ensure_vector_tables(conn, ds, DIMS)
     assert bits_of(conn, bits) == {vid: quantized(conn, v) for vid, v in stored.items()}
     assert ids(conn, f"dataset-{ds}-entities-bits") == {"entity-7"}
@@ -252,6 +253,6 @@ def test_a_database_without_bits_tables_still_answers(tmp_path: Path) -> None:
         assert [n.vector_id for n in found] == exact(stored, q, 10)
         assert found[0] == ("edge-5", pytest.approx(0.0, abs=1e-6))
         assert reader.total_changes() == before
-        assert not db.table_exists(reader, f"dataset-{ds}-edges-bits")
+        assert not table_exists(reader, f"dataset-{ds}-edges-bits")
     finally:
         reader.close()

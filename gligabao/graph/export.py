@@ -40,11 +40,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-import apsw
-
 from gligabao.base.jsonl import json_record
 from gligabao.errors import GbError, UsageError
 from gligabao.graph.queries import Entity, Evidence, Fact, attach_evidence
+from gligabao.store import Connection
 from gligabao.store import facts as store_facts
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import read_transaction
@@ -95,7 +94,7 @@ class Graph:
 
 
 def read_graph(
-    conn: apsw.Connection, dataset: Dataset, at: str | None = None, *, batch: int = BATCH
+    conn: Connection, dataset: Dataset, at: str | None = None, *, batch: int = BATCH
 ) -> Graph:
     """The graph of `dataset` (every fact, or those true at `at` with the entities they
     touch), oldest id first. Call it, and read its facts, inside one read transaction
@@ -118,7 +117,7 @@ def read_graph(
 
 
 def export(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     fmt: str,
     out: TextIO | Path,

@@ -18,13 +18,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-import apsw
-
 from gligabao.base.lines import lines_between, newline_offsets
 from gligabao.errors import GbError
-from gligabao.search.hybrid import Vector, VectorSide, fuse, mapped
+from gligabao.search.hybrid import Vector, VectorSide, fuse
+from gligabao.store import Connection, vectors
 from gligabao.store import facts as store_facts
-from gligabao.store import vectors
 from gligabao.store.artifacts import locations_of
 from gligabao.store.datasets import Dataset
 from gligabao.store.graph import normalize_name
@@ -141,7 +139,7 @@ class AmbiguousEntity(GbError):
 
 
 def find_entities(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     name: str,
     query_vector: Vector | Callable[[], Vector] | None = None,
@@ -168,14 +166,14 @@ def find_entities(
         return close
     if not close and query_vector is not None:
         vector = query_vector() if callable(query_vector) else query_vector
-        nearest = vectors.knn(mapped(conn), dataset.id, "entities", vector, 5)
+        nearest = vectors.knn(conn.for_search(), dataset.id, "entities", vector, 5)
         ids = [vectors.parse_vector_id(n.vector_id)[1] for n in nearest]
         close = store_facts.entities(conn, dataset.id, ids=ids)
     raise AmbiguousEntity(name, close)
 
 
 def facts(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     query: str | None = None,
     *,
@@ -219,13 +217,13 @@ def facts(
     return attach_evidence(conn, rows)
 
 
-def get_fact(conn: apsw.Connection, dataset: Dataset, fact_id: int) -> Fact | None:
+def get_fact(conn: Connection, dataset: Dataset, fact_id: int) -> Fact | None:
     """One fact by id, whatever its status."""
     rows = store_facts.facts(conn, dataset.id, ids=[fact_id], closed=True)
     return attach_evidence(conn, rows)[0] if rows else None
 
 
-def attach_evidence(conn: apsw.Connection, rows: list[dict[str, Any]]) -> list[Fact]:
+def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
     """Facts of `store.facts` rows, each with its evidence: one query for all of them,
     each document read once (as far as its evidence goes) to number its lines."""
     links = store_facts.evidence(conn, [r["id"] for r in rows])
@@ -339,7 +337,7 @@ class EntityView:
 
 
 def entity(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     name: str,
     *,
@@ -377,7 +375,7 @@ def entity(
 
 
 def entities(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     query: str | None = None,
     *,
@@ -397,7 +395,7 @@ def entities(
 
 
 def _rank(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     index: str,
     query: str,
@@ -406,12 +404,12 @@ def _rank(
 ) -> dict[str, list[int]]:
     """The BM25 and (given a query vector) KNN rankings of facts or entities, at most
     `pool` each: the KNN scan on a second connection while BM25 runs on this one."""
-    mapped(conn)
+    conn.for_search()
     keywords = store_facts.edge_ids_fts if index == "edges" else store_facts.entity_ids_fts
     if query_vector is None:
         return {"bm25": keywords(conn, dataset.id, query, pool)}
 
-    def nearest(c: apsw.Connection, vector: Vector) -> list[int]:
+    def nearest(c: Connection, vector: Vector) -> list[int]:
         found = vectors.knn(c, dataset.id, index, vector, min(pool, vectors.KNN_MAX))
         return [vectors.parse_vector_id(n.vector_id)[1] for n in found]
 

@@ -16,8 +16,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-import apsw
-
 from gligabao.calls import Budget, BudgetReached, Spend
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
@@ -25,13 +23,14 @@ from gligabao.read.files import shown_name
 from gligabao.read.sources import Source, read_sources
 from gligabao.remember.document import Options, remember_async, require_embeddings
 from gligabao.remember.result import FAILED, LEFT, PENDING, Remembered
+from gligabao.store import Connection
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
     from gligabao.llm.client import LLM
 
 
 def remember_all(
-    conn: apsw.Connection,
+    conn: Connection,
     names: Iterable[str],
     config: Config,
     llm: LLM,

@@ -27,8 +27,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from gligabao.calls import Budget, Calls, Spend
 from gligabao.chunk import ChunkSettings, get_tokenizer
 from gligabao.config import Config
@@ -55,7 +53,16 @@ from gligabao.remember.resolve import (
 )
 from gligabao.remember.result import PENDING, Remembered
 from gligabao.remember.write import Piece, Writer, Written, pause
-from gligabao.store import artifacts, claims, datasets, graph, inferences, vectors, versions
+from gligabao.store import (
+    Connection,
+    artifacts,
+    claims,
+    datasets,
+    graph,
+    inferences,
+    vectors,
+    versions,
+)
 from gligabao.store.db import now_iso, transaction
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -129,7 +136,7 @@ class Options:
 
 
 def remember(
-    conn: apsw.Connection, source: Source, config: Config, llm: LLM, options: Options
+    conn: Connection, source: Source, config: Config, llm: LLM, options: Options
 ) -> Remembered:
     """Remember one input: see the module docstring for the order of things."""
 
@@ -143,7 +150,7 @@ def remember(
 
 
 async def remember_async(
-    conn: apsw.Connection,
+    conn: Connection,
     source: Source,
     config: Config,
     llm: LLM,
@@ -190,7 +197,7 @@ def require_embeddings(llm: LLM) -> None:
 class _Run:
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         source: Source,
         config: Config,
         llm: LLM,

@@ -24,11 +24,9 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from gligabao.base.times import canonical_time
 from gligabao.llm import ChatRequest, resolve_request
-from gligabao.store import graph
+from gligabao.store import Connection, graph
 
 MAX_CANDIDATES = 6
 # Undecided items gathered into one resolve call before a new one is started: fewer,
@@ -208,7 +206,7 @@ class Resolver:
     index lists seqs in ascending order, and candidates are read from its end.
     """
 
-    def __init__(self, conn: apsw.Connection, dataset_id: int, valid_at: str | None = None) -> None:
+    def __init__(self, conn: Connection, dataset_id: int, valid_at: str | None = None) -> None:
         self.conn = conn
         self.dataset_id = dataset_id
         self.valid_at = valid_at  # the document's: a fact's own, where its text gives none

@@ -20,16 +20,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.read.files import shown_name
 from gligabao.read.sources import Source
 from gligabao.remember import diff
 from gligabao.remember.cut import cut_source
-from gligabao.store import artifacts, datasets, versions
-from gligabao.store.db import dict_row, transaction, translate_errors
-from gligabao.store.errors import DatabaseError
+from gligabao.store import Connection, artifacts, datasets, peek_db, versions
+from gligabao.store.db import transaction
 
 IN_SYNC = "in sync"
 CHANGED = "changed"
@@ -48,7 +45,7 @@ class SyncStatus:
 
 
 def sync_status(
-    conn: apsw.Connection, source: Source, dataset_id: int | None, settings: ChunkSettings
+    conn: Connection, source: Source, dataset_id: int | None, settings: ChunkSettings
 ) -> SyncStatus:
     document = remembered_document(conn, source, dataset_id)
     if document is None:
@@ -74,7 +71,7 @@ def sync_status(
 
 
 def _changed(
-    conn: apsw.Connection, document: dict[str, Any], source: Source, settings: ChunkSettings
+    conn: Connection, document: dict[str, Any], source: Source, settings: ChunkSettings
 ) -> str:
     """What remembering a changed file would cost: its chunks that are not stored ones
     (issue 17: only those are extracted again)."""
@@ -88,7 +85,7 @@ def _changed(
 
 
 def deleted_files(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int | None,
     folders: Iterable[str],
     present: Iterable[str],
@@ -112,7 +109,7 @@ def deleted_files(
     return list(gone.values())
 
 
-def prune(conn: apsw.Connection, deleted: SyncStatus) -> int:
+def prune(conn: Connection, deleted: SyncStatus) -> int:
     """Mark a deleted file's document removed (superseded by nothing) and expire the facts
     that no current version states any more; returns how many were expired."""
     assert deleted.document_id is not None
@@ -124,7 +121,7 @@ def prune(conn: apsw.Connection, deleted: SyncStatus) -> int:
 
 
 def remembered_document(
-    conn: apsw.Connection, source: Source, dataset_id: int | None
+    conn: Connection, source: Source, dataset_id: int | None
 ) -> dict[str, Any] | None:
     """The latest, not superseded document remembered from this file (never stdin)."""
     if dataset_id is None or source.path is None:
@@ -148,7 +145,7 @@ def _layout(result: Cut) -> list[dict[str, Any]]:
 
 
 def chunk_contexts(
-    conn: apsw.Connection, source: Source, dataset_id: int | None, result: Cut
+    conn: Connection, source: Source, dataset_id: int | None, result: Cut
 ) -> dict[int, str]:
     """Each chunk's stored Contextual Retrieval context, by chunk index, when the file's
     remembered document has `source`'s content and its stored chunks are exactly
@@ -173,35 +170,15 @@ def stored_contexts(
 ) -> dict[int, str]:
     """`chunk_contexts` read from the database file at `database`, if there is one.
 
-    Never creates the file (missing: empty result) and never writes to it: it is opened
-    without SQLite's create flag, no migration runs, and the connection is query-only.
+    Never creates the file (missing: empty result) and never writes to it (store.peek_db).
     Standard input is never remembered under a path, so it gets nothing. A file that
     cannot be read (locked past `busy_timeout_ms`, not a database, another schema)
     raises DatabaseError (DatabaseBusy when locked), with one line saying why.
     """
     if source.path is None or not result.chunks:
         return {}
-    name = os.fspath(database)
-    if name in ("", ":memory:") or not os.path.isfile(name):
-        return {}
-    try:
-        # READWRITE without CREATE: a missing file is an error, never a new database.
-        # (Not READONLY where it can be written: SQLite could not remove the -wal and -shm
-        # files on close. Where it cannot, as on a read-only folder, READONLY reads it.)
-        folder = os.path.dirname(os.path.abspath(name))
-        writable = os.access(name, os.W_OK) and os.access(folder, os.W_OK)
-        flags = apsw.SQLITE_OPEN_READWRITE if writable else apsw.SQLITE_OPEN_READONLY
-        conn = apsw.Connection(name, flags=flags)
-    except apsw.Error as exc:
-        raise DatabaseError(f"cannot open database {name}: {exc}") from None
-    try:
-        conn.set_busy_timeout(busy_timeout_ms)
-        conn.set_row_trace(dict_row)
-        with translate_errors(conn):  # locked, not a database, corrupt: one line each
-            conn.execute("PRAGMA query_only=ON")
-            found = datasets.find_dataset(conn, dataset)
-            return chunk_contexts(conn, source, found and found.id, result)
-    except apsw.Error as exc:  # anything else, e.g. an SQLite file that is not gb's
-        raise DatabaseError(f"cannot read database {name}: {exc}") from None
-    finally:
-        conn.close()
+    with peek_db(database, busy_timeout_ms=busy_timeout_ms) as conn:
+        if conn is None:
+            return {}
+        found = datasets.find_dataset(conn, dataset)
+        return chunk_contexts(conn, source, found and found.id, result)

@@ -13,12 +13,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import apsw
-
 from gligabao.base.evidence import locate_quote
 from gligabao.llm.float32 import Float32
 from gligabao.remember.resolve import Extraction, Plan, Ref
-from gligabao.store import artifacts, graph, vectors
+from gligabao.store import Connection, artifacts, graph, vectors
 from gligabao.store.db import transaction
 
 # Test-only, for tests/test_batch_processes.py, which kills -9 a run at exact points of
@@ -92,7 +90,7 @@ class Written:
 class Writer:
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         dataset_id: int,
         document: dict[str, Any],
     ) -> None:

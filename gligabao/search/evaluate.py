@@ -19,11 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from gligabao.errors import InputError
 from gligabao.read.files import read_list
 from gligabao.search.hybrid import Fusion, Hit, search
+from gligabao.store import Connection
 from gligabao.store.artifacts import find_by_source, tokens_of
 from gligabao.store.datasets import Dataset
 from gligabao.store.errors import NotFound
@@ -201,7 +200,7 @@ def first_covering(hits: Sequence[Hit], document_id: int, gold: GoldQuery) -> in
 
 
 def gold_documents(
-    conn: apsw.Connection, dataset: Dataset, queries: Sequence[GoldQuery]
+    conn: Connection, dataset: Dataset, queries: Sequence[GoldQuery]
 ) -> dict[str, int]:
     """source -> the latest non-superseded document of the dataset remembered from it;
     NotFound names the first source the dataset does not hold."""
@@ -220,7 +219,7 @@ def gold_documents(
 
 
 def evaluate_dataset(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     queries: Sequence[GoldQuery],
     *,

@@ -23,11 +23,9 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from gligabao.base.lines import line_range
 from gligabao.errors import ConfigError
-from gligabao.store import hits, vectors
+from gligabao.store import Connection, hits, vectors
 from gligabao.store.artifacts import (
     SUMMARY_KIND,
     chunks_with_role,
@@ -53,7 +51,6 @@ __all__ = [
     "fuse_scores",
     "fusion_for",
     "hits_of",
-    "mapped",
     "search",
 ]
 
@@ -196,13 +193,13 @@ def fuse_scores(
     return [(key, fused[key], ranks[key]) for key in order]
 
 
-def _entries(conn: apsw.Connection, ids: Sequence[int]) -> list[int]:
+def _entries(conn: Connection, ids: Sequence[int]) -> list[int]:
     """Artifact ids mapped to their entry (a summary to its chunk), order kept; unknown
     ones, and those of superseded versions, dropped."""
     return list(dict.fromkeys(e for e in _entry_of_each(conn, ids) if e is not None))
 
 
-def _entry_of_each(conn: apsw.Connection, ids: Sequence[int]) -> list[int | None]:
+def _entry_of_each(conn: Connection, ids: Sequence[int]) -> list[int | None]:
     """The entry of each artifact id (a summary's is its chunk), None for an unknown one
     or one of a superseded version."""
     rows = hits.kinds(conn, ids)
@@ -226,7 +223,7 @@ _SCORED_ROWS = 8
 
 
 def _bm25(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     text: str,
     depth: int,
@@ -251,19 +248,6 @@ def _bm25(
     return list(dict.fromkeys(e for e in entries if e is not None))[:depth]
 
 
-# A search reads much of the file (a KNN scan reads every vector): mapped, SQLite reads
-# it straight from the OS page cache rather than copying it into its own, ~40% faster
-# (29 -> 18 ms for the KNN at 10,000 chunks of 1,536 dimensions). Only for searching:
-# mapped pages count in a process's resident memory, and a long `gb remember -r` has no
-# use for them. SQLite caps the size at its compiled maximum.
-_MAP_BYTES = 1 << 40
-
-
-def mapped(conn: apsw.Connection) -> apsw.Connection:
-    conn.execute(f"PRAGMA mmap_size={_MAP_BYTES}")
-    return conn
-
-
 # A chunk may be embedded as several pieces, each its own neighbour: where there are
 # pieces the KNN asks for this many times `depth` vectors, so that `depth` distinct
 # entries remain (the dev set: 7,926 vectors for 1,590 chunks at embeddings.max_tokens
@@ -273,7 +257,7 @@ _PIECES_PER_ENTRY = 4
 
 
 def _vector(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     vector: Vector,
     depth: int,
@@ -309,16 +293,17 @@ def _vector(
 
 
 class VectorSide(threading.Thread):
-    """The vector half of a hybrid search, on a second connection to the same file:
-    apsw lets go of the GIL inside SQLite, so the KNN scan runs on one core while the
-    keyword search runs on another, and the query's embedding request waits on neither.
+    """The vector half of a hybrid search, on a second connection to the same database:
+    the driver lets go of the GIL while the database works, so the KNN scan runs on one
+    core while the keyword search runs on another, and the query's embedding request
+    waits on neither.
     `rank(conn, vector)` is the ranking to compute (ids, best first)."""
 
     def __init__(
         self,
-        conn: apsw.Connection,
+        conn: Connection,
         vector: Vector | Callable[[], Vector],
-        rank: Callable[[apsw.Connection, Vector], list[int]],
+        rank: Callable[[Connection, Vector], list[int]],
     ) -> None:
         super().__init__(name="gb-search-vector", daemon=True)
         self.conn = conn
@@ -328,18 +313,17 @@ class VectorSide(threading.Thread):
         self.error: BaseException | None = None
 
     def start(self) -> None:
-        sibling = getattr(self.conn, "sibling", None)  # a plain apsw connection has none
-        other = sibling() if sibling is not None else self.conn
-        if other is self.conn:  # in memory, or plain apsw: one connection, one thread
+        other = self.conn.sibling()
+        if other is self.conn:  # in memory: one connection, one thread
             self.run_on(self.conn)
         else:
-            self.other = mapped(other)
+            self.other = other.for_search()
             super().start()
 
     def run(self) -> None:
         self.run_on(self.other)
 
-    def run_on(self, conn: apsw.Connection) -> None:
+    def run_on(self, conn: Connection) -> None:
         try:
             self.vector = self.vector() if callable(self.vector) else self.vector
             self.found = self.rank(conn, self.vector)
@@ -358,7 +342,7 @@ class VectorSide(threading.Thread):
 
 
 def search(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     query: str,
     *,
@@ -379,7 +363,7 @@ def search(
     returns it (called in a worker thread, so the embedding request overlaps the keyword
     search). `depth` is how many candidates each method contributes; `fusion` how they
     are fused (default: Fusion(), convex; fusion_for() gives a dataset's). The vectors
-    are ranked through their quantized companions (store/vectors.py, knn) unless
+    are ranked through their quantized companions (store.vectors.knn) unless
     `exact` (`search.exact`): then by the exact cosine scan alone. A hit's score is the
     fused one, or with one method that method's own (BM25's, or cosine similarity).
     """
@@ -428,7 +412,7 @@ class Candidates:
 
 
 def candidates(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     query: str,
     *,
@@ -443,7 +427,7 @@ def candidates(
         raise ValueError(f"unknown search method {method!r}; one of {', '.join(METHODS)}")
     if method != "bm25" and query_vector is None:
         raise ValueError(f"{method} search needs the query's vector")
-    mapped(conn)
+    conn.for_search()
     rankings: dict[str, list[int]] = {}
     scores: dict[str, dict[int, float]] = {"bm25": {}, "vector": {}}
     # Older versions are kept, and so are their keyword rows and vectors (forgetting the
@@ -477,7 +461,7 @@ def candidates(
 
 
 def _score_the_rest(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     vector: Vector,
     rankings: Mapping[str, list[int]],
@@ -498,9 +482,7 @@ def _score_the_rest(
     scores["vector"].update(near)
 
 
-def hits_of(
-    conn: apsw.Connection, chosen: Sequence[tuple[int, float, dict[str, int]]]
-) -> list[Hit]:
+def hits_of(conn: Connection, chosen: Sequence[tuple[int, float, dict[str, int]]]) -> list[Hit]:
     """The hits of ranked entries (Candidates.ranked), with their text, place and summary."""
     ids = [key for key, _, _ in chosen]
     rows = hits.details(conn, ids)
@@ -546,7 +528,7 @@ NO_ENDPOINT = "no endpoint"
 
 def vector_obstacle(
     config: Config,
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     indexes: tuple[str, ...] = ("chunks", "summaries"),
 ) -> str | None:

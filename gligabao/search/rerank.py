@@ -20,13 +20,12 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import apsw
-
 from gligabao.base.snippet import snippet
 from gligabao.config import Config
 from gligabao.llm.endpoint import Endpoints, LLMError
 from gligabao.llm.prompts import rerank_request
 from gligabao.search.hybrid import Hit
+from gligabao.store import Connection
 from gligabao.store.datasets import Dataset
 
 if TYPE_CHECKING:  # the client imports the openai SDK: only once a call is to be made
@@ -92,7 +91,7 @@ class Reranker:
     an LLM of its own kept for all of them (gb eval reranks hundreds). Use it as a
     context manager, or call close()."""
 
-    def __init__(self, config: Config, conn: apsw.Connection, dataset: Dataset) -> None:
+    def __init__(self, config: Config, conn: Connection, dataset: Dataset) -> None:
         self.config = config
         self.conn = conn
         self.dataset = dataset

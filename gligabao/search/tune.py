@@ -17,10 +17,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
 from gligabao.search.evaluate import KS, GoldQuery, first_covering, gold_documents
 from gligabao.search.hybrid import Fusion, Vector, candidates, hits_of
+from gligabao.store import Connection
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import now_iso
 
@@ -62,7 +61,7 @@ class Tuning:
 
 
 def tune_fusion(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset: Dataset,
     queries: Sequence[GoldQuery],
     query_vectors: Mapping[str, Vector],

@@ -1,5 +1,6 @@
-"""The store: one SQLite file holding documents, chunks, summaries, the graph, the record
-of every LLM call, FTS5 keyword indexes and sqlite-vec vector indexes (SPEC S1-S5).
+"""The store: one database holding documents, chunks, summaries, the graph, the record
+of every LLM call, keyword indexes and vector indexes. Today that is one SQLite file
+(FTS5 for keywords, sqlite-vec for vectors).
 
     from gligabao.store import open_db, transaction, artifacts, graph, vectors
     conn = open_db("gligabao.db")
@@ -9,6 +10,15 @@ of every LLM call, FTS5 keyword indexes and sqlite-vec vector indexes (SPEC S1-S
 Nothing here calls the network. Table rows come back as dicts keyed by column name;
 computed results are small frozen dataclasses.
 
+Cut for a second database (PostgreSQL with pgvector) beside SQLite: most of the store's
+SQL reads the same in both, so it is written once (artifacts, graph, facts and the rest)
+over a thin facade, `Connection` (connection.py: `?` placeholders, dict rows,
+transactions that nest as savepoints, the dialect's name). What truly differs lives in a
+package per database, `sqlite/`: connecting and locking, the schema, keyword search
+(FTS5), vectors (sqlite-vec). A protocol of every store function per database would copy
+the common SQL into each. Above the store, code names only `Connection`, the store's
+errors (errors.py) and `store.vectors`, whichever database is behind them.
+
 The submodules are imported where they are used (`from gligabao.store import graph`
 imports graph.py then), so a command loads the parts of the store it needs only.
 """
@@ -17,7 +27,8 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from gligabao.store.db import Connection, integrity_problems, open_db, transaction
+from gligabao.store.connection import Connection
+from gligabao.store.db import integrity_problems, transaction
 from gligabao.store.errors import (
     DatabaseBusy,
     DatabaseError,
@@ -25,21 +36,23 @@ from gligabao.store.errors import (
     NotFound,
     SchemaTooNew,
 )
+from gligabao.store.sqlite.connect import open_db, peek_db
 
-# Imported where they are used: see __getattr__.
-_SUBMODULES = (
-    "artifacts",
-    "datasets",
-    "db",
-    "forget",
-    "fts",
-    "graph",
-    "hits",
-    "inferences",
-    "migrations",
-    "stats",
-    "vectors",
-)
+# Imported where they are used: see __getattr__. Each name is a module of the store, or
+# of the database's own package where each database does it its own way.
+_SUBMODULES = {
+    "artifacts": "gligabao.store.artifacts",
+    "datasets": "gligabao.store.datasets",
+    "db": "gligabao.store.db",
+    "forget": "gligabao.store.forget",
+    "fts": "gligabao.store.fts",
+    "graph": "gligabao.store.graph",
+    "hits": "gligabao.store.hits",
+    "inferences": "gligabao.store.inferences",
+    "migrations": "gligabao.store.sqlite.migrations",
+    "stats": "gligabao.store.stats",
+    "vectors": "gligabao.store.sqlite.vectors",
+}
 
 __all__ = [
     "Connection",
@@ -50,6 +63,7 @@ __all__ = [
     "SchemaTooNew",
     "integrity_problems",
     "open_db",
+    "peek_db",
     "transaction",
     *_SUBMODULES,
 ]
@@ -59,5 +73,5 @@ def __getattr__(name: str) -> ModuleType:  # `store.graph` after `from gligabao 
     if name in _SUBMODULES:
         import importlib
 
-        return importlib.import_module(f"gligabao.store.{name}")
+        return importlib.import_module(_SUBMODULES[name])
     raise AttributeError(f"module 'gligabao.store' has no attribute {name!r}")

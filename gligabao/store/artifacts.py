@@ -12,14 +12,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-import apsw
-
 from gligabao.base.lines import line_range
+from gligabao.store.connection import Connection
 from gligabao.store.db import now_iso, transaction, write
 from gligabao.store.db import query as _rows
 from gligabao.store.db import query_one as _row
 from gligabao.store.errors import NotFound
-from gligabao.store.fts import fts_query, telling_words, words_of
+from gligabao.store.sqlite import fts
 
 __all__ = [
     "COMPLETE",
@@ -79,7 +78,7 @@ REMOVED = "removed"  # its file was deleted and `gb remember --prune` said so: s
 
 
 def insert_cut_chunk(
-    conn: apsw.Connection,
+    conn: Connection,
     document_id: int,
     chunk: Any,
     pending: tuple[str, ...] = (),
@@ -105,9 +104,7 @@ def insert_cut_chunk(
     )
 
 
-def _set_locations(
-    conn: apsw.Connection, artifact_id: int, locations: Mapping[str, Any] | None
-) -> None:
+def _set_locations(conn: Connection, artifact_id: int, locations: Mapping[str, Any] | None) -> None:
     # Only where there are some: plain text stores as it did before schema 5.
     if locations:
         conn.execute(
@@ -124,7 +121,7 @@ def locations_of(artifact: Mapping[str, Any]) -> dict[str, Any]:
     return json.loads(stored) if stored else {}
 
 
-def chunks_with_role(conn: apsw.Connection, dataset_id: int, role: str) -> list[int]:
+def chunks_with_role(conn: Connection, dataset_id: int, role: str) -> list[int]:
     """The ids of the current chunks of a dataset that hold a message by ``role`` (a
     chat export's), for `gb search --role`: a hit is kept if its chunk is one."""
     rows = _rows(
@@ -164,7 +161,7 @@ def document_state(document: Mapping[str, Any], chunk_pending: Iterable[str] = (
     return f"{INCOMPLETE}: {', '.join(todo)}" if todo else COMPLETE
 
 
-def _chunks_pending(conn: apsw.Connection, document_id: int) -> list[str]:
+def _chunks_pending(conn: Connection, document_id: int) -> list[str]:
     rows = _rows(
         conn,
         "SELECT pending FROM gb_artifacts WHERE parent_id = ? AND pending != '' ORDER BY id",
@@ -174,22 +171,17 @@ def _chunks_pending(conn: apsw.Connection, document_id: int) -> list[str]:
 
 
 def index_artifact_text(
-    conn: apsw.Connection, artifact_id: int, text: str, kind: str, dataset_id: int
+    conn: Connection, artifact_id: int, text: str, kind: str, dataset_id: int
 ) -> None:
     """Put (or replace) the artifact's row in the keyword index."""
-    with transaction(conn):
-        conn.execute("DELETE FROM gb_fts_artifacts WHERE rowid = ?", (artifact_id,))
-        conn.execute(
-            "INSERT INTO gb_fts_artifacts(rowid, text, kind, dataset_id) VALUES (?, ?, ?, ?)",
-            (artifact_id, text, kind, dataset_id),
-        )
+    fts.index_artifact_text(conn, artifact_id, text, kind, dataset_id)
 
 
-def get_artifact(conn: apsw.Connection, artifact_id: int) -> dict[str, Any] | None:
+def get_artifact(conn: Connection, artifact_id: int) -> dict[str, Any] | None:
     return _row(conn, "SELECT * FROM gb_artifacts WHERE id = ?", (artifact_id,))
 
 
-def _require(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+def _require(conn: Connection, artifact_id: int) -> dict[str, Any]:
     row = get_artifact(conn, artifact_id)
     if row is None:
         raise NotFound(f"no artifact with id {artifact_id}")
@@ -197,7 +189,7 @@ def _require(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
 
 
 def insert_document(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     dataset_id: int,
     text: str,
@@ -271,7 +263,7 @@ def insert_document(
 
 
 def insert_chunk(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     document_id: int,
     text: str,
@@ -323,13 +315,13 @@ def insert_chunk(
         chunk_id = conn.last_insert_rowid()
         _set_locations(conn, chunk_id, locations)
         if index_text:
-            fts = embedded_text(text, context)
-            index_artifact_text(conn, chunk_id, fts, doc["kind"], doc["dataset_id"])
+            indexed = embedded_text(text, context)
+            index_artifact_text(conn, chunk_id, indexed, doc["kind"], doc["dataset_id"])
     return chunk_id
 
 
 def insert_summary(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     chunk_id: int,
     text: str,
@@ -348,7 +340,7 @@ def insert_summary(
 
 
 def insert_derived(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     chunk_id: int,
     kind: str,
@@ -387,7 +379,7 @@ def insert_derived(
 
 
 def find_document(
-    conn: apsw.Connection, dataset_id: int, sha256: str, *, status: str | None = None
+    conn: Connection, dataset_id: int, sha256: str, *, status: str | None = None
 ) -> dict[str, Any] | None:
     """The latest document of the dataset with this content hash, not superseded;
     `status='complete'` finds only one remembered whole (R8's "unchanged")."""
@@ -401,7 +393,7 @@ def find_document(
     )
 
 
-def find_by_source(conn: apsw.Connection, dataset_id: int, source: str) -> dict[str, Any] | None:
+def find_by_source(conn: Connection, dataset_id: int, source: str) -> dict[str, Any] | None:
     """The latest document of the dataset remembered from this source, not superseded."""
     return _row(
         conn,
@@ -419,7 +411,7 @@ _SUMMARY_SQL = """SELECT a.*, m.name AS model, i.reasoning AS reasoning
     WHERE a.parent_id IN (SELECT value FROM json_each(?)) AND a.kind = 'chunk_summary'"""
 
 
-def get_document(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+def get_document(conn: Connection, artifact_id: int) -> dict[str, Any]:
     """An artifact with what hangs off it, as `gb show` needs it.
 
     Keys of the artifact row, plus `chunks` (each with its `summary`, or None, and its
@@ -474,7 +466,7 @@ _PLACE_SQL = """SELECT a.id, a.kind, a.parent_id, a.chunk_index,
     WHERE a.id = ?"""
 
 
-def artifact_place(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+def artifact_place(conn: Connection, artifact_id: int) -> dict[str, Any]:
     """Where an artifact stands, since documents, chunks and what hangs off chunks share
     one id sequence: `role` ('document', 'chunk' or the derived kind), `document_id`,
     `chunk_id` and `chunk_index` (None for a document), `chunk_count` and `source` of its
@@ -519,7 +511,7 @@ def _place_words(place: Mapping[str, Any]) -> str:
     return f"{role} of {chunk} (id {place['chunk_id']}) of {document}"
 
 
-def get_chunk(conn: apsw.Connection, artifact_id: int) -> dict[str, Any]:
+def get_chunk(conn: Connection, artifact_id: int) -> dict[str, Any]:
     """A chunk, or what hangs off one (its summary, its situating context), as `gb show`
     needs it: the chunk row with `place` (artifact_place of the id asked for), `document`
     (id, source, state), `line_start`/`line_end` (1-based lines of its byte span),
@@ -555,7 +547,7 @@ def _line_span(text: str, start: int, end: int) -> tuple[int, int]:
 
 
 def list_documents(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int | None = None,
     include_superseded: bool = False,
     limit: int = 100,
@@ -596,27 +588,27 @@ def list_documents(
     return rows
 
 
-def update_status(conn: apsw.Connection, artifact_id: int, status: str) -> None:
+def update_status(conn: Connection, artifact_id: int, status: str) -> None:
     """'storing' while a document's chunks go in, 'complete' once all are stored."""
     if not write(conn, "UPDATE gb_artifacts SET status = ? WHERE id = ?", (status, artifact_id)):
         raise NotFound(f"no artifact with id {artifact_id}")
 
 
-def set_pending(conn: apsw.Connection, artifact_id: int, stages: Iterable[str] | str) -> None:
+def set_pending(conn: Connection, artifact_id: int, stages: Iterable[str] | str) -> None:
     """Replace the stages still to do on an artifact (e.g. ['embed'] when offline)."""
     sql = "UPDATE gb_artifacts SET pending = ? WHERE id = ?"
     if not write(conn, sql, (_pending(stages), artifact_id)):
         raise NotFound(f"no artifact with id {artifact_id}")
 
 
-def add_pending(conn: apsw.Connection, artifact_id: int, stage: str) -> list[str]:
+def add_pending(conn: Connection, artifact_id: int, stage: str) -> list[str]:
     with transaction(conn):
         stages = pending_stages(_require(conn, artifact_id))
         set_pending(conn, artifact_id, [*stages, stage])
     return [*dict.fromkeys([*stages, stage])]
 
 
-def remove_pending(conn: apsw.Connection, artifact_id: int, stage: str) -> list[str]:
+def remove_pending(conn: Connection, artifact_id: int, stage: str) -> list[str]:
     """Mark a stage done; returns the stages still pending."""
     with transaction(conn):
         left = [s for s in pending_stages(_require(conn, artifact_id)) if s != stage]
@@ -625,7 +617,7 @@ def remove_pending(conn: apsw.Connection, artifact_id: int, stage: str) -> list[
 
 
 def pending_documents(
-    conn: apsw.Connection, dataset_id: int, stage: str | None = None
+    conn: Connection, dataset_id: int, stage: str | None = None
 ) -> list[dict[str, Any]]:
     """Documents still `storing`, or with `stage` pending on them or on one of their chunks."""
     if stage is None:
@@ -644,20 +636,20 @@ def pending_documents(
     )
 
 
-def set_superseded(conn: apsw.Connection, artifact_id: int, by_artifact_id: int | None) -> None:
+def set_superseded(conn: Connection, artifact_id: int, by_artifact_id: int | None) -> None:
     """Mark a document as replaced by a newer remembering of the same source."""
     sql = "UPDATE gb_artifacts SET superseded_by = ? WHERE id = ?"
     if not write(conn, sql, (by_artifact_id, artifact_id)):
         raise NotFound(f"no artifact with id {artifact_id}")
 
 
-def set_removed(conn: apsw.Connection, artifact_id: int) -> None:
+def set_removed(conn: Connection, artifact_id: int) -> None:
     """Mark a document whose file was deleted: superseded by nothing, which is stored as by
     itself, so that everything that skips superseded versions skips it too."""
     set_superseded(conn, artifact_id, artifact_id)
 
 
-def documents_under(conn: apsw.Connection, dataset_id: int, folder: str) -> list[dict[str, Any]]:
+def documents_under(conn: Connection, dataset_id: int, folder: str) -> list[dict[str, Any]]:
     """The latest versions (not superseded) of the sources stored under `folder` (an
     absolute path, as sources are stored): `id` and `source`, by source."""
     prefix = folder.rstrip("/") + "/"
@@ -672,7 +664,7 @@ def documents_under(conn: apsw.Connection, dataset_id: int, folder: str) -> list
 
 
 def search_artifacts_fts(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     text: str,
     limit: int = 20,
@@ -681,32 +673,11 @@ def search_artifacts_fts(
 ) -> list[dict[str, Any]]:
     """Keyword hits over chunks (as embedded), summaries and unchunked documents:
     `artifact_id`, `kind` and bm25 `rank` (lower is better), best first; only those of
-    `session` when it is given.
-
-    The words found in half the rows or more, which bm25 weighs at nothing, are searched
-    for only when the others find fewer than `limit` rows: then the rows holding nothing
-    else come next, as bm25 ranks them (see fts.telling_words)."""
-    words = words_of(text)
-    if not words or limit <= 0:
-        return []
-    scope = (
-        ""
-        if session is None
-        else (
-            " AND rowid IN (SELECT id FROM gb_artifacts WHERE dataset_id = :d AND session_id = :s)"
-        )
-    )
-    sql = f"""SELECT rowid AS artifact_id, kind, rank FROM gb_fts_artifacts
-              WHERE gb_fts_artifacts MATCH :m AND dataset_id = :d{scope}
-              ORDER BY rank LIMIT :n"""
-    telling = telling_words(conn, "gb_fts_artifacts", words)
-    hits = _rows(conn, sql, {"m": fts_query(telling), "d": dataset_id, "s": session, "n": limit})
-    if len(hits) < limit and len(telling) < len(words):
-        hits = _rows(conn, sql, {"m": fts_query(words), "d": dataset_id, "s": session, "n": limit})
-    return hits
+    `session` when it is given."""
+    return fts.search_artifacts(conn, dataset_id, text, limit, session)
 
 
-def summary_ids(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, int]:
+def summary_ids(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, int]:
     """summary id -> its chunk, for the chunks given that have a summary."""
     rows = _rows(
         conn,
@@ -717,7 +688,7 @@ def summary_ids(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, in
     return {r["id"]: r["parent_id"] for r in rows}
 
 
-def chunks_with_summaries(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]]:
+def chunks_with_summaries(conn: Connection, document_id: int) -> list[dict[str, Any]]:
     """A document's chunks in order, each with its summary (`summary_id`,
     `summary_text`, `summary_inference`, and the model and reasoning that made it) and
     how many entities and facts link to it (`entity_links`, `edge_links`)."""
@@ -740,7 +711,7 @@ def chunks_with_summaries(conn: apsw.Connection, document_id: int) -> list[dict[
     )
 
 
-def chunk_at(conn: apsw.Connection, document_id: int, chunk_index: int) -> dict[str, Any] | None:
+def chunk_at(conn: Connection, document_id: int, chunk_index: int) -> dict[str, Any] | None:
     """The `id` and `pending` stages of a document's chunk at `chunk_index`, if stored."""
     return _row(
         conn,
@@ -749,7 +720,7 @@ def chunk_at(conn: apsw.Connection, document_id: int, chunk_index: int) -> dict[
     )
 
 
-def tokens_of(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, int | None]:
+def tokens_of(conn: Connection, ids: Iterable[int]) -> dict[int, int | None]:
     """The token count stored with each of these artifacts, by id."""
     rows = _rows(
         conn,
@@ -759,7 +730,7 @@ def tokens_of(conn: apsw.Connection, ids: Iterable[int]) -> dict[int, int | None
     return {r["id"]: r["tokens"] for r in rows}
 
 
-def chunk_layout(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]]:
+def chunk_layout(conn: Connection, document_id: int) -> list[dict[str, Any]]:
     """How a document was cut: each chunk's offsets, tokens, section, anchor and context,
     in order."""
     return _rows(
@@ -770,7 +741,7 @@ def chunk_layout(conn: apsw.Connection, document_id: int) -> list[dict[str, Any]
     )
 
 
-def chunk_contexts(conn: apsw.Connection, document_id: int) -> dict[int, str]:
+def chunk_contexts(conn: Connection, document_id: int) -> dict[int, str]:
     """The Contextual Retrieval context stored for each chunk of a document that has one,
     by chunk index."""
     rows = _rows(
@@ -784,7 +755,7 @@ def chunk_contexts(conn: apsw.Connection, document_id: int) -> dict[int, str]:
     return {row["chunk_index"]: row["text"] for row in rows}
 
 
-def session_documents(conn: apsw.Connection, dataset_id: int, session: str) -> list[int]:
+def session_documents(conn: Connection, dataset_id: int, session: str) -> list[int]:
     """The ids of the documents (every version) remembered with `session`."""
     rows = _rows(
         conn,

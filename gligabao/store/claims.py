@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-import apsw
-
+from gligabao.store.connection import Connection
 from gligabao.store.db import now_iso, query_one, transaction, write
 
 __all__ = ["STALE_AFTER_S", "Claim", "Holder", "claim", "drop", "new_owner", "release", "renew"]
@@ -58,7 +57,7 @@ def new_owner() -> str:
 
 
 def claim(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     sha256: str,
     owner: str,
@@ -96,7 +95,7 @@ def claim(
         return Claim(owner, row["valid_at"], row["reference_time"])
 
 
-def renew(conn: apsw.Connection, dataset_id: int, sha256: str, owner: str) -> None:
+def renew(conn: Connection, dataset_id: int, sha256: str, owner: str) -> None:
     write(
         conn,
         """UPDATE gb_claims SET heartbeat_at = ?
@@ -105,7 +104,7 @@ def renew(conn: apsw.Connection, dataset_id: int, sha256: str, owner: str) -> No
     )
 
 
-def release(conn: apsw.Connection, dataset_id: int, sha256: str, owner: str) -> None:
+def release(conn: Connection, dataset_id: int, sha256: str, owner: str) -> None:
     """The run ended without storing the document whole: the claim is free, its moment
     kept for the next run."""
     write(
@@ -116,7 +115,7 @@ def release(conn: apsw.Connection, dataset_id: int, sha256: str, owner: str) -> 
     )
 
 
-def drop(conn: apsw.Connection, dataset_id: int, sha256: str) -> None:
+def drop(conn: Connection, dataset_id: int, sha256: str) -> None:
     """The document is stored whole: nothing left to claim."""
     write(
         conn,

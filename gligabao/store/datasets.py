@@ -11,11 +11,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
-import apsw
-
-from gligabao.store import vectors
+from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one, transaction
 from gligabao.store.errors import EmbeddingMismatch, NotFound
+from gligabao.store.sqlite import vectors
 
 __all__ = [
     "Dataset",
@@ -31,7 +30,7 @@ __all__ = [
 
 # (dataset id, model, dimensions) that set_embedding stored, with the dataset's vector
 # tables, on each open connection: asking again reads the row and nothing more.
-_embedding_set: weakref.WeakKeyDictionary[apsw.Connection, set[tuple[int, str, int]]] = (
+_embedding_set: weakref.WeakKeyDictionary[Connection, set[tuple[int, str, int]]] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -59,9 +58,7 @@ def _dataset(row: dict[str, Any]) -> Dataset:
     )
 
 
-def set_search_settings(
-    conn: apsw.Connection, dataset_id: int, settings: dict[str, Any] | None
-) -> None:
+def set_search_settings(conn: Connection, dataset_id: int, settings: dict[str, Any] | None) -> None:
     """Store (None: forget) the search settings learnt for a dataset."""
     conn.execute(
         "UPDATE gb_datasets SET search_settings = ? WHERE id = ?",
@@ -69,12 +66,12 @@ def set_search_settings(
     )
 
 
-def find_dataset(conn: apsw.Connection, name: str) -> Dataset | None:
+def find_dataset(conn: Connection, name: str) -> Dataset | None:
     row = query_one(conn, "SELECT * FROM gb_datasets WHERE name = ?", (name,))
     return None if row is None else _dataset(row)
 
 
-def require_dataset(conn: apsw.Connection, name: str) -> Dataset:
+def require_dataset(conn: Connection, name: str) -> Dataset:
     """The dataset called `name`; if there is none, NotFound names the ones there are."""
     found = find_dataset(conn, name)
     if found is not None:
@@ -88,14 +85,14 @@ def require_dataset(conn: apsw.Connection, name: str) -> Dataset:
     raise NotFound(f"no dataset named {name!r} in {conn.path}; {there}")
 
 
-def get_dataset(conn: apsw.Connection, dataset_id: int) -> Dataset:
+def get_dataset(conn: Connection, dataset_id: int) -> Dataset:
     row = query_one(conn, "SELECT * FROM gb_datasets WHERE id = ?", (dataset_id,))
     if row is None:
         raise NotFound(f"no dataset with id {dataset_id}")
     return _dataset(row)
 
 
-def get_or_create_dataset(conn: apsw.Connection, name: str) -> Dataset:
+def get_or_create_dataset(conn: Connection, name: str) -> Dataset:
     if not name or not name.strip():
         raise ValueError("a dataset name cannot be empty")
     # Read first: a batch asks once a file, and a write transaction each time would cost
@@ -110,11 +107,11 @@ def get_or_create_dataset(conn: apsw.Connection, name: str) -> Dataset:
     return found
 
 
-def list_datasets(conn: apsw.Connection) -> list[Dataset]:
+def list_datasets(conn: Connection) -> list[Dataset]:
     return [_dataset(r) for r in query(conn, "SELECT * FROM gb_datasets ORDER BY id")]
 
 
-def set_embedding(conn: apsw.Connection, dataset_id: int, model: str, dimensions: int) -> Dataset:
+def set_embedding(conn: Connection, dataset_id: int, model: str, dimensions: int) -> Dataset:
     """Record the dataset's embedding model and dimension, and create its vector tables.
 
     Setting the same values again is a no-op; different ones raise EmbeddingMismatch.
@@ -145,12 +142,12 @@ def set_embedding(conn: apsw.Connection, dataset_id: int, model: str, dimensions
             )
         vectors.ensure_vector_tables(conn, dataset_id, dimensions)
         ds = get_dataset(conn, dataset_id)
-    if conn.get_autocommit():  # committed, not a savepoint that may yet roll back
+    if not conn.in_transaction:  # committed, not a savepoint that may yet roll back
         done.add((dataset_id, model, dimensions))
     return ds
 
 
-def delete_dataset(conn: apsw.Connection, dataset_id: int) -> None:
+def delete_dataset(conn: Connection, dataset_id: int) -> None:
     """Delete a dataset with everything in it, vector tables included."""
     with transaction(conn):
         get_dataset(conn, dataset_id)

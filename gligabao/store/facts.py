@@ -11,10 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
-
+from gligabao.store.connection import Connection
 from gligabao.store.db import json_ids, query
-from gligabao.store.fts import fts_query
+from gligabao.store.sqlite import fts
 
 __all__ = [
     "document_bytes",
@@ -50,7 +49,7 @@ _KNOWN_AT = """(julianday(e.created_at) <= julianday(:known)
 
 
 def facts(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     *,
     ids: Sequence[int] | None = None,
@@ -132,38 +131,20 @@ def _in_order(
     return rows[:limit] if limit is not None else rows
 
 
-def edge_ids_fts(conn: apsw.Connection, dataset_id: int, text: str, limit: int) -> list[int]:
+def edge_ids_fts(conn: Connection, dataset_id: int, text: str, limit: int) -> list[int]:
     """Facts whose text shares words with `text`, best bm25 first."""
-    match = fts_query(text)
-    if match is None or limit <= 0:
-        return []
-    rows = query(
-        conn,
-        """SELECT rowid AS id FROM gb_fts_edges WHERE gb_fts_edges MATCH ? AND dataset_id = ?
-           ORDER BY rank LIMIT ?""",
-        (match, dataset_id, limit),
-    )
-    return [r["id"] for r in rows]
+    return fts.edge_ids(conn, dataset_id, text, limit)
 
 
 def entity_ids_fts(
-    conn: apsw.Connection, dataset_id: int, text: str, limit: int, *, names: bool = False
+    conn: Connection, dataset_id: int, text: str, limit: int, *, names: bool = False
 ) -> list[int]:
     """Entities whose name or summary (only name, with `names`) shares words with
     `text`, best bm25 first."""
-    match = fts_query(text, column="name" if names else None)
-    if match is None or limit <= 0:
-        return []
-    rows = query(
-        conn,
-        """SELECT rowid AS id FROM gb_fts_entities
-           WHERE gb_fts_entities MATCH ? AND dataset_id = ? ORDER BY rank LIMIT ?""",
-        (match, dataset_id, limit),
-    )
-    return [r["id"] for r in rows]
+    return fts.entity_ids(conn, dataset_id, text, limit, names=names)
 
 
-def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, Any]]:
+def evidence(conn: Connection, edge_ids: Sequence[int]) -> list[dict[str, Any]]:
     """Each (fact, chunk) link of these facts: the chunk (or unchunked document) and its
     byte span, the document and its source, and the quote with its span where known.
     Oldest link first within a fact. Links in versions superseded (or removed) are left
@@ -190,7 +171,7 @@ def evidence(conn: apsw.Connection, edge_ids: Sequence[int]) -> list[dict[str, A
     )
 
 
-def document_bytes(conn: apsw.Connection, document_id: int, end: int) -> bytes:
+def document_bytes(conn: Connection, document_id: int, end: int) -> bytes:
     """The first `end` bytes of a document's text (to count its lines)."""
     rows = query(
         conn,
@@ -201,7 +182,7 @@ def document_bytes(conn: apsw.Connection, document_id: int, end: int) -> bytes:
 
 
 def entities(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     *,
     ids: Sequence[int] | None = None,
@@ -237,7 +218,7 @@ def entities(
 
 
 def neighbours(
-    conn: apsw.Connection, entity_ids: Sequence[int], *, at: str | None = None
+    conn: Connection, entity_ids: Sequence[int], *, at: str | None = None
 ) -> list[dict[str, Any]]:
     """The entities one fact away from any of `entity_ids`, through current facts (or
     facts true at `at`), each once: `id`, `name`, `type`."""
@@ -256,7 +237,7 @@ def neighbours(
     )
 
 
-def entity_documents(conn: apsw.Connection, entity_id: int) -> list[dict[str, Any]]:
+def entity_documents(conn: Connection, entity_id: int) -> list[dict[str, Any]]:
     """The documents that mention an entity: `id`, `source`, oldest first."""
     return query(
         conn,

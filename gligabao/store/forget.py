@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-import apsw
-
 from gligabao.errors import UsageError
-from gligabao.store import vectors
-from gligabao.store.db import query, query_one, scalar, transaction
+from gligabao.store.connection import Connection
+from gligabao.store.db import query, query_one, transaction
 from gligabao.store.errors import NotFound
+from gligabao.store.sqlite import fts, vectors
 
 __all__ = ["ForgetReport", "NotADocument", "forget"]
 
@@ -49,15 +48,11 @@ class NotADocument(UsageError):
 _IN = "(SELECT value FROM json_each(?))"
 
 
-def _ids(conn: apsw.Connection, sql: str, *params: object) -> list[int]:
+def _ids(conn: Connection, sql: str, *params: object) -> list[int]:
     return [next(iter(r.values())) for r in query(conn, sql, params)]
 
 
-def _count(conn: apsw.Connection, sql: str, ids: list[int]) -> int:
-    return int(scalar(conn, sql, (json.dumps(ids),)))
-
-
-def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
+def forget(conn: Connection, artifact_id: int) -> ForgetReport:
     """Delete a document and all that hangs off it, in one transaction; NotADocument
     (before anything is written) for the id of a chunk or of what hangs off one."""
     with transaction(conn):
@@ -94,7 +89,7 @@ def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
             ids_json,
             ids_json,
         )
-        fts_rows = _count(conn, f"SELECT count(*) FROM gb_fts_artifacts WHERE rowid IN {_IN}", ids)
+        fts_rows = fts.indexed_rows(conn, "gb_fts_artifacts", ids)
         # The document's own vector, when it was too short to chunk, is in the chunks index.
         removed_vectors = vectors.delete_artifact_vectors(
             conn, ds, "chunks", [artifact_id, *chunks]
@@ -137,12 +132,8 @@ def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
         )
         reopened = conn.changes()
 
-        fts_rows += _count(
-            conn, f"SELECT count(*) FROM gb_fts_edges WHERE rowid IN {_IN}", dead_edges
-        )
-        fts_rows += _count(
-            conn, f"SELECT count(*) FROM gb_fts_entities WHERE rowid IN {_IN}", dead_entities
-        )
+        fts_rows += fts.indexed_rows(conn, "gb_fts_edges", dead_edges)
+        fts_rows += fts.indexed_rows(conn, "gb_fts_entities", dead_entities)
         removed_vectors += vectors.delete_vectors(
             conn, ds, "edges", [vectors.vector_id("edges", i) for i in dead_edges]
         ) + vectors.delete_vectors(
@@ -193,7 +184,7 @@ def forget(conn: apsw.Connection, artifact_id: int) -> ForgetReport:
     )
 
 
-def _not_a_document(conn: apsw.Connection, artifact_id: int) -> NotADocument:
+def _not_a_document(conn: Connection, artifact_id: int) -> NotADocument:
     # Here, not at the top: artifacts imports this module.
     from gligabao.store.artifacts import artifact_place
 

@@ -12,12 +12,11 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-import apsw
-
 from gligabao.base.evidence import QuoteSpan
+from gligabao.store.connection import Connection
 from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
 from gligabao.store.errors import NotFound
-from gligabao.store.fts import fts_query
+from gligabao.store.sqlite import fts
 
 __all__ = [
     "close_edge",
@@ -48,16 +47,16 @@ def normalize_name(name: str) -> str:
     return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
 
 
-def get_entity(conn: apsw.Connection, entity_id: int) -> dict[str, Any] | None:
+def get_entity(conn: Connection, entity_id: int) -> dict[str, Any] | None:
     return query_one(conn, "SELECT * FROM gb_entities WHERE id = ?", (entity_id,))
 
 
-def get_edge(conn: apsw.Connection, edge_id: int) -> dict[str, Any] | None:
+def get_edge(conn: Connection, edge_id: int) -> dict[str, Any] | None:
     return query_one(conn, "SELECT * FROM gb_edges WHERE id = ?", (edge_id,))
 
 
 def insert_entity(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     name: str,
     type: str = "",
@@ -65,7 +64,8 @@ def insert_entity(
     *,
     created_at: str | None = None,
 ) -> int:
-    """Insert a new entity; an existing (name, type) raises apsw.ConstraintError."""
+    """Insert a new entity; an existing (name, type) raises the driver's ConstraintError
+    (apsw.ConstraintError with SQLite)."""
     norm = normalize_name(name)
     if not norm:
         raise ValueError("an entity name cannot be empty")
@@ -79,7 +79,7 @@ def insert_entity(
 
 
 def upsert_entity(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     name: str,
     type: str = "",
@@ -99,13 +99,13 @@ def upsert_entity(
         return found["id"], False
 
 
-def update_entity_summary(conn: apsw.Connection, entity_id: int, summary: str) -> None:
+def update_entity_summary(conn: Connection, entity_id: int, summary: str) -> None:
     if not write(conn, "UPDATE gb_entities SET summary = ? WHERE id = ?", (summary, entity_id)):
         raise NotFound(f"no entity with id {entity_id}")
 
 
 def insert_edge(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     source_entity_id: int,
     target_entity_id: int,
@@ -150,7 +150,7 @@ def insert_edge(
 
 
 def link_entity(
-    conn: apsw.Connection, entity_id: int, artifact_id: int, session_id: str | None = None
+    conn: Connection, entity_id: int, artifact_id: int, session_id: str | None = None
 ) -> None:
     """Record that the entity was extracted from this artifact (idempotent)."""
     with transaction(conn):
@@ -167,7 +167,7 @@ def link_entity(
 
 
 def link_edge(
-    conn: apsw.Connection,
+    conn: Connection,
     edge_id: int,
     artifact_id: int,
     session_id: str | None = None,
@@ -191,7 +191,7 @@ def link_edge(
 
 
 def close_edge(
-    conn: apsw.Connection,
+    conn: Connection,
     edge_id: int,
     invalid_at: str | None,
     expired_at: str | None = None,
@@ -216,7 +216,7 @@ def close_edge(
 
 
 def settle_in_time(
-    conn: apsw.Connection,
+    conn: Connection,
     edge_id: int,
     contradicted: Iterable[int],
     reason: str,
@@ -303,16 +303,16 @@ def _began(edge: dict[str, Any]) -> tuple[str, str]:
     return (edge["valid_at"] or "", edge["fact"])
 
 
-def _edge_row(conn: apsw.Connection, edge_id: int | None) -> dict[str, Any] | None:
+def _edge_row(conn: Connection, edge_id: int | None) -> dict[str, Any] | None:
     return None if edge_id is None else get_edge(conn, edge_id)
 
 
-def _closed_by(conn: apsw.Connection, edge_id: int) -> list[dict[str, Any]]:
+def _closed_by(conn: Connection, edge_id: int) -> list[dict[str, Any]]:
     return query(conn, "SELECT * FROM gb_edges WHERE invalidated_by_edge_id = ?", (edge_id,))
 
 
 def entity_exact(
-    conn: apsw.Connection, dataset_id: int, name: str, type: str = ""
+    conn: Connection, dataset_id: int, name: str, type: str = ""
 ) -> dict[str, Any] | None:
     """The entity with the same normalized name and type, if any (resolved without LLM)."""
     return query_one(
@@ -323,29 +323,15 @@ def entity_exact(
 
 
 def entity_candidates_fts(
-    conn: apsw.Connection, dataset_id: int, name: str, limit: int = 10
+    conn: Connection, dataset_id: int, name: str, limit: int = 10
 ) -> list[dict[str, Any]]:
     """Entities whose name shares words with `name`, best bm25 first (each row has `rank`).
-
-    Any text is safe here: it is reduced to quoted words (see fts.fts_query).
-    """
-    match = fts_query(name, column="name")
-    if match is None or limit <= 0:
-        return []
-    # The limit is written into the SQL, not bound: a query over a virtual table (FTS5,
-    # json_each) with a bound LIMIT is planned for its value, so SQLite prepares it again
-    # at every execution; resolution runs this and current_edges_touching for every item.
-    return query(
-        conn,
-        f"""SELECT e.*, f.rank AS rank FROM gb_fts_entities f JOIN gb_entities e ON e.id = f.rowid
-            WHERE gb_fts_entities MATCH ? AND f.dataset_id = ?
-            ORDER BY f.rank LIMIT {int(limit)}""",
-        (match, dataset_id),
-    )
+    Any text is safe here."""
+    return fts.entity_candidates(conn, dataset_id, name, limit)
 
 
 def current_edges_touching(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     entity_ids: Iterable[int] = (),
     *,
@@ -414,9 +400,7 @@ def current_edges_touching(
     )
 
 
-def entities_for_artifacts(
-    conn: apsw.Connection, artifact_ids: Iterable[int]
-) -> list[dict[str, Any]]:
+def entities_for_artifacts(conn: Connection, artifact_ids: Iterable[int]) -> list[dict[str, Any]]:
     """Entities linked to any of these artifacts, each once, in id order."""
     return query(
         conn,
@@ -428,7 +412,7 @@ def entities_for_artifacts(
     )
 
 
-def edges_for_artifacts(conn: apsw.Connection, artifact_ids: Iterable[int]) -> list[dict[str, Any]]:
+def edges_for_artifacts(conn: Connection, artifact_ids: Iterable[int]) -> list[dict[str, Any]]:
     """Edges linked to any of these artifacts, each once, with their endpoints' names."""
     return query(
         conn,

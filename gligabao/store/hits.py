@@ -8,15 +8,14 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import apsw
-
 from gligabao.store.artifacts import SUMMARY_KIND
+from gligabao.store.connection import Connection
 from gligabao.store.db import query
 
 __all__ = ["details", "kinds", "summaries", "superseded_rows"]
 
 
-def kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def kinds(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """id, parent_id, kind and whether its document is superseded (`superseded_by`), for
     each artifact: no text, which for a document's row is the whole document."""
     rows = query(
@@ -31,7 +30,7 @@ def kinds(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]
     return {r["id"]: r for r in rows}
 
 
-def superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:
+def superseded_rows(conn: Connection, dataset_id: int) -> int:
     """How many keyword and vector index rows the dataset's superseded versions hold at
     most: their chunks and summaries, or the document itself when unchunked.
 
@@ -51,7 +50,7 @@ def superseded_rows(conn: apsw.Connection, dataset_id: int) -> int:
     return row["documents"] + 2 * row["chunks"]
 
 
-def details(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+def details(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """What each chunk or unchunked document shows as a hit, by id: its text, offsets,
     section and locations, its document's id and source, and `head`, the document up to
     the chunk's end as UTF-8 bytes (None for a document): enough to count the lines
@@ -69,7 +68,7 @@ def details(conn: apsw.Connection, ids: Sequence[int]) -> dict[int, dict[str, An
     return {r["id"]: r for r in rows}
 
 
-def summaries(conn: apsw.Connection, chunk_ids: Sequence[int]) -> dict[int, str]:
+def summaries(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, str]:
     """The summary of each of these chunks that has one, by chunk id."""
     rows = query(
         conn,

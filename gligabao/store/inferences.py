@@ -12,8 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import apsw
-
+from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one, scalar, transaction
 
 __all__ = [
@@ -35,7 +34,7 @@ class CachedAnswer(NamedTuple):
     model_name: str
 
 
-def model_id(conn: apsw.Connection, name: str) -> int:
+def model_id(conn: Connection, name: str) -> int:
     """The id of a model name as the API reported it, registering it the first time."""
     if not name:
         raise ValueError("a model name cannot be empty")
@@ -49,7 +48,7 @@ def model_id(conn: apsw.Connection, name: str) -> int:
 
 
 def record_inference(
-    conn: apsw.Connection,
+    conn: Connection,
     *,
     stage: str,
     model: str,
@@ -95,7 +94,7 @@ def record_inference(
         return conn.last_insert_rowid()
 
 
-def find_answer(conn: apsw.Connection, request_hash: str) -> CachedAnswer | None:
+def find_answer(conn: Connection, request_hash: str) -> CachedAnswer | None:
     """The latest stored answer to a request with this hash, if any."""
     row = query_one(
         conn,
@@ -110,7 +109,7 @@ _COLUMNS = """i.id, i.stage, m.name AS model, i.reasoning, i.input_tokens, i.out
     i.cached_tokens, i.cost, i.duration_ms, i.created_at, i.request_hash, i.dataset_id"""
 
 
-def get_inference(conn: apsw.Connection, inference_id: int) -> dict[str, Any] | None:
+def get_inference(conn: Connection, inference_id: int) -> dict[str, Any] | None:
     """One inference with its model name and answer."""
     return query_one(
         conn,
@@ -120,7 +119,7 @@ def get_inference(conn: apsw.Connection, inference_id: int) -> dict[str, Any] | 
     )
 
 
-def link_document(conn: apsw.Connection, inference_ids: Sequence[int], document_id: int) -> None:
+def link_document(conn: Connection, inference_ids: Sequence[int], document_id: int) -> None:
     """Say which document these calls served (those not linked to one already: a reused
     answer keeps the document it was first given for)."""
     if not inference_ids:
@@ -133,7 +132,7 @@ def link_document(conn: apsw.Connection, inference_ids: Sequence[int], document_
         )
 
 
-def served_documents(conn: apsw.Connection, inference_id: int) -> list[dict[str, Any]]:
+def served_documents(conn: Connection, inference_id: int) -> list[dict[str, Any]]:
     """The document an inference served: `id`, `source`, and `chunk_index` when the call
     wrote a chunk's summary or context (else None: an extraction, a resolve or an
     embeddings call serves the document's chunks together)."""
@@ -150,7 +149,7 @@ def served_documents(conn: apsw.Connection, inference_id: int) -> list[dict[str,
 
 
 def list_inferences(
-    conn: apsw.Connection,
+    conn: Connection,
     limit: int = 50,
     stage: str | None = None,
     *,

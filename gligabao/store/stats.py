@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import apsw
-
+from gligabao.store.connection import Connection
 from gligabao.store.db import query_one
 from gligabao.store.facts import CURRENT
 
@@ -52,7 +51,7 @@ FROM (SELECT count(*) AS n, coalesce(sum(input_tokens), 0) AS input_tokens,
 """
 
 
-def stats(conn: apsw.Connection, dataset_id: int | None = None) -> Stats:
+def stats(conn: Connection, dataset_id: int | None = None) -> Stats:
     """Counts for a dataset (inferences recorded against it), or for the whole file."""
     where = "" if dataset_id is None else "AND dataset_id = :d"
     row = query_one(conn, _SQL.format(a=where, current=CURRENT), {"d": dataset_id})

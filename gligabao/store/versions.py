@@ -14,11 +14,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import apsw
-
 from gligabao.base.evidence import locate_quote
-from gligabao.store import artifacts, graph, vectors
+from gligabao.store import artifacts, graph
+from gligabao.store.connection import Connection
 from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
+from gligabao.store.sqlite import vectors
 
 __all__ = [
     "copy_chunk",
@@ -31,7 +31,7 @@ __all__ = [
 
 
 def previous_version(
-    conn: apsw.Connection, dataset_id: int, source: str, sha256: str, before_id: int | None
+    conn: Connection, dataset_id: int, source: str, sha256: str, before_id: int | None
 ) -> dict[str, Any] | None:
     """The stored version a new version of `source` (with content `sha256`) replaces: the
     latest complete one with other content that nothing superseded, or that the new
@@ -47,7 +47,7 @@ def previous_version(
     )
 
 
-def replaced_by(conn: apsw.Connection, document_id: int) -> list[int]:
+def replaced_by(conn: Connection, document_id: int) -> list[int]:
     """The versions this document superseded."""
     rows = query(
         conn,
@@ -58,7 +58,7 @@ def replaced_by(conn: apsw.Connection, document_id: int) -> list[int]:
 
 
 def older_current_versions(
-    conn: apsw.Connection, dataset_id: int, source: str, document_id: int
+    conn: Connection, dataset_id: int, source: str, document_id: int
 ) -> list[int]:
     """The versions of `source` older than `document_id` that nothing superseded yet: a
     newer one, stored meanwhile by another run, is the latest and is not among them."""
@@ -72,7 +72,7 @@ def older_current_versions(
 
 
 def reusable_chunks(
-    conn: apsw.Connection, dataset_id: int, document_id: int
+    conn: Connection, dataset_id: int, document_id: int
 ) -> tuple[list[dict[str, Any]], set[int]]:
     """A document's chunk rows in index order (with `summary_id`, `summary_text`,
     `summary_inference`, `situating`, `situating_inference`, and the blobs
@@ -107,7 +107,7 @@ def reusable_chunks(
 
 
 def copy_chunk(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     document: Mapping[str, Any],
     old: Mapping[str, Any],
@@ -172,7 +172,7 @@ def copy_chunk(
 
 
 def _copy_links(
-    conn: apsw.Connection, old_id: int, chunk_id: int, chunk: Any, session: str | None
+    conn: Connection, old_id: int, chunk_id: int, chunk: Any, session: str | None
 ) -> None:
     """The old chunk's entity and fact links, for the new one; each quote is found again
     in the new chunk's text, at its new offsets. A quote found in the old chunk but not in
@@ -194,7 +194,7 @@ def _copy_links(
 
 
 def expire_unstated(
-    conn: apsw.Connection, document_ids: Iterable[int], reason: str, at: str | None = None
+    conn: Connection, document_ids: Iterable[int], reason: str, at: str | None = None
 ) -> int:
     """Expire the facts linked to these (superseded or removed) documents or their chunks
     that no version still current states: `expired_at` = `at` (default now). Facts

@@ -1,4 +1,5 @@
-"""The sqlite-vec `vec0` tables: one set of four per dataset (SPEC S3, seed 000).
+"""The sqlite-vec `vec0` tables: one set of four per dataset (SPEC S3, seed 000). The
+rest of the package reaches this module as `store.vectors`.
 
     table                     vector id                  metadata columns
     dataset-<id>-entities     entity-<entity id>         kind = 'entity'
@@ -39,9 +40,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-import apsw
-
-from gligabao.store.db import query, scalar, table_exists, transaction, write
+from gligabao.store.connection import Connection
+from gligabao.store.db import query, scalar, transaction, write
+from gligabao.store.sqlite.connect import table_exists
 
 __all__ = [
     "INDEXES",
@@ -256,11 +257,11 @@ def to_blob(embedding: Sequence[float] | bytes, dimensions: int | None = None) -
     return blob
 
 
-def _dimensions(conn: apsw.Connection, dataset_id: int) -> int | None:
+def _dimensions(conn: Connection, dataset_id: int) -> int | None:
     return scalar(conn, "SELECT embedding_dimensions FROM gb_datasets WHERE id = ?", (dataset_id,))
 
 
-def ensure_vector_tables(conn: apsw.Connection, dataset_id: int, dimensions: int) -> None:
+def ensure_vector_tables(conn: Connection, dataset_id: int, dimensions: int) -> None:
     """Create the dataset's four vec0 tables if they are not there yet, and the quantized
     companions of the QUANTIZED ones, filled from their float table where they lack rows
     (a database made before they existed)."""
@@ -300,7 +301,7 @@ def ensure_vector_tables(conn: apsw.Connection, dataset_id: int, dimensions: int
             _sync_bits(conn, dataset_id, index_name)
 
 
-def _ids_of(conn: apsw.Connection, name: str) -> tuple[str, str]:
+def _ids_of(conn: Connection, name: str) -> tuple[str, str]:
     """Where a vec0 table's vector ids are read cheaply: its `_rowids` shadow table (one
     row per vector, a plain table with a unique index on `id`), or the table itself in a
     vec0 build without it. Returns (quoted table, id column)."""
@@ -309,7 +310,7 @@ def _ids_of(conn: apsw.Connection, name: str) -> tuple[str, str]:
     return f'"{name}"', "vector_id"
 
 
-def _sync_bits(conn: apsw.Connection, dataset_id: int, index_name: str) -> None:
+def _sync_bits(conn: Connection, dataset_id: int, index_name: str) -> None:
     """Bring a bits table in step with its float table: quantize the vectors it lacks,
     delete those the float table no longer has.
 
@@ -342,7 +343,7 @@ def _sync_bits(conn: apsw.Connection, dataset_id: int, index_name: str) -> None:
     conn.executemany(fill + " WHERE vector_id = ?", [(r["v"],) for r in lacking])
 
 
-def drop_vector_tables(conn: apsw.Connection, dataset_id: int) -> None:
+def drop_vector_tables(conn: Connection, dataset_id: int) -> None:
     with transaction(conn):
         for index_name in INDEXES:
             conn.execute(f"DROP TABLE IF EXISTS {_quoted(dataset_id, index_name)}")
@@ -350,12 +351,12 @@ def drop_vector_tables(conn: apsw.Connection, dataset_id: int) -> None:
             conn.execute(f'DROP TABLE IF EXISTS "{bits_table_name(dataset_id, index_name)}"')
 
 
-def has_vector_tables(conn: apsw.Connection, dataset_id: int) -> bool:
+def has_vector_tables(conn: Connection, dataset_id: int) -> bool:
     return table_exists(conn, table_name(dataset_id, "chunks"))
 
 
 def has_vectors(
-    conn: apsw.Connection, dataset_id: int, index_names: Sequence[str] = ("chunks", "summaries")
+    conn: Connection, dataset_id: int, index_names: Sequence[str] = ("chunks", "summaries")
 ) -> bool:
     """Whether any of the dataset's `index_names` indexes holds at least one vector.
 
@@ -375,7 +376,7 @@ def has_vectors(
 
 
 def upsert_vectors(
-    conn: apsw.Connection, dataset_id: int, index_name: str, rows: Iterable[VectorRow]
+    conn: Connection, dataset_id: int, index_name: str, rows: Iterable[VectorRow]
 ) -> int:
     """Write vectors, replacing any with the same id; returns how many were written.
 
@@ -423,9 +424,7 @@ def upsert_vectors(
     return len(values)
 
 
-def delete_vectors(
-    conn: apsw.Connection, dataset_id: int, index_name: str, ids: Iterable[str]
-) -> int:
+def delete_vectors(conn: Connection, dataset_id: int, index_name: str, ids: Iterable[str]) -> int:
     """Delete vectors by id, from the bits table too; returns how many there were (in the
     float index). No table: nothing to delete."""
     ids = list(ids)
@@ -445,7 +444,7 @@ def delete_vectors(
     return int(found)
 
 
-def _piece_ids(conn: apsw.Connection, dataset_id: int, index_name: str, row_id: int) -> list[str]:
+def _piece_ids(conn: Connection, dataset_id: int, index_name: str, row_id: int) -> list[str]:
     """The vector ids of one row: `chunk-12` and its pieces `chunk-12.1`, ... in order.
     Read by a range of the ids' index (`_rowids`: '/' follows '.'), never a scan."""
     table, column = _ids_of(conn, table_name(dataset_id, index_name))
@@ -458,14 +457,14 @@ def _piece_ids(conn: apsw.Connection, dataset_id: int, index_name: str, row_id: 
     return sorted((r["v"] for r in found), key=lambda v: int(v.partition(".")[2] or 0))
 
 
-def has_pieces(conn: apsw.Connection, dataset_id: int) -> bool:
+def has_pieces(conn: Connection, dataset_id: int) -> bool:
     """Whether any chunk of the dataset was embedded as pieces (`chunk-12.1`): as
     gb_datasets.chunk_pieces says, or, where that is not known yet, as the ids show."""
     known = scalar(conn, "SELECT chunk_pieces FROM gb_datasets WHERE id = ?", (dataset_id,))
     return bool(known) if known is not None else _probe_pieces(conn, dataset_id)
 
 
-def _probe_pieces(conn: apsw.Connection, dataset_id: int) -> bool:
+def _probe_pieces(conn: Connection, dataset_id: int) -> bool:
     """Whether the chunks index holds a piece id. Stops at the first; without any it
     reads the ids' index whole (~4 ms at 100,000)."""
     if not table_exists(conn, table_name(dataset_id, "chunks")):
@@ -474,7 +473,7 @@ def _probe_pieces(conn: apsw.Connection, dataset_id: int) -> bool:
     return bool(scalar(conn, f"SELECT EXISTS (SELECT 1 FROM {table} WHERE {column} GLOB '*.*')"))
 
 
-def _note_pieces(conn: apsw.Connection, dataset_id: int, ids: Iterable[str]) -> None:
+def _note_pieces(conn: Connection, dataset_id: int, ids: Iterable[str]) -> None:
     """Keep gb_datasets.chunk_pieces true after chunk vectors `ids` were written: set once
     a piece is, and probed once for a dataset from before it. Never unset: a dataset
     whose pieces were all forgotten asks the KNN for more vectors than it needs, no worse."""
@@ -491,7 +490,7 @@ def _note_pieces(conn: apsw.Connection, dataset_id: int, ids: Iterable[str]) -> 
 
 
 def similarities(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     index_name: str,
     query_vector: Sequence[float] | bytes,
@@ -523,7 +522,7 @@ def similarities(
 
 
 def delete_artifact_vectors(
-    conn: apsw.Connection, dataset_id: int, index_name: str, row_ids: Iterable[int]
+    conn: Connection, dataset_id: int, index_name: str, row_ids: Iterable[int]
 ) -> int:
     """Delete rows' vectors, every piece of a chunk with it; returns how many there were."""
     if not table_exists(conn, table_name(dataset_id, index_name)):
@@ -533,7 +532,7 @@ def delete_artifact_vectors(
 
 
 def artifact_vectors(
-    conn: apsw.Connection, dataset_id: int, index_name: str, row_id: int
+    conn: Connection, dataset_id: int, index_name: str, row_id: int
 ) -> list[bytes]:
     """The float32 blobs of one row's vectors, pieces in order (none stored: [])."""
     if not table_exists(conn, table_name(dataset_id, index_name)):
@@ -546,7 +545,7 @@ def artifact_vectors(
 
 
 def knn(
-    conn: apsw.Connection,
+    conn: Connection,
     dataset_id: int,
     index_name: str,
     query_vector: Sequence[float] | bytes,
@@ -610,7 +609,7 @@ def knn(
     return [Neighbor(r["vector_id"], r["distance"]) for r in rows if r["distance"] is not None]
 
 
-def _oversampled(conn: apsw.Connection, dataset_id: int, index_name: str, k: int) -> int:
+def _oversampled(conn: Connection, dataset_id: int, index_name: str, k: int) -> int:
     """How many candidates the quantized search of this index would rescore for k, or 0
     when it should not be used: no bits table, too few vectors for it to pay (not more
     than QUANTIZED_MIN_VECTORS, nor than the candidates it would rescore), or a k so
@@ -659,7 +658,7 @@ _SHOULD = {
 }
 
 
-def vec_stats(conn: apsw.Connection, dataset_id: int) -> list[VecIndexStats]:
+def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     """For each of the dataset's four indexes, what it holds and should hold."""
     out = []
     for index_name in INDEXES:

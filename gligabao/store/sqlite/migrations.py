@@ -1,4 +1,4 @@
-"""Versioned schema migrations, applied on open.
+"""The SQLite schema: versioned migrations, applied on open (sqlite.connect.open_db).
 
 `MIGRATIONS[n - 1]` takes the schema from version n - 1 to n. Each step runs in its own
 transaction that also records it in `gb_migrations` and sets `PRAGMA user_version`, so a
@@ -10,9 +10,9 @@ dataset's embedding model is set (see vectors.ensure_vector_tables).
 
 from __future__ import annotations
 
-import apsw
-
-from gligabao.store.db import SchemaTooNew, now_iso, scalar, transaction
+from gligabao.store.connection import Connection
+from gligabao.store.db import now_iso, scalar, transaction
+from gligabao.store.errors import SchemaTooNew
 
 _NOW = "(strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))"
 _FTS = "tokenize = 'porter unicode61 remove_diacritics 2'"
@@ -250,7 +250,7 @@ ALTER TABLE gb_datasets ADD COLUMN search_settings TEXT;
 # Whether a dataset's chunks index holds pieces (a chunk embedded as several vectors):
 # every vector search asks, and probing the ids reads them all (~4 ms at 100,000). NULL
 # where not known yet (a dataset from before V6): probed then, and set by the next write
-# of chunk vectors (store/vectors.py).
+# of chunk vectors (store/sqlite/vectors.py).
 _V6 = """
 ALTER TABLE gb_datasets ADD COLUMN chunk_pieces INTEGER;
 """
@@ -260,13 +260,13 @@ MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-def schema_version(conn: apsw.Connection) -> int:
+def schema_version(conn: Connection) -> int:
     return int(scalar(conn, "PRAGMA user_version"))
 
 
-def migrate(conn: apsw.Connection) -> int:
+def migrate(conn: Connection) -> int:
     """Apply the steps the file lacks; return the version it is at afterwards."""
-    path = getattr(conn, "path", conn.filename)
+    path = conn.path
     current = schema_version(conn)
     if current > SCHEMA_VERSION:
         raise SchemaTooNew(path, current, SCHEMA_VERSION)
