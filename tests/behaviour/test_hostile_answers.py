@@ -12,7 +12,7 @@ from array import array
 import pytest
 
 from gligabao.store import open_db
-from tests.helpers import (
+from tests.support.helpers import (
     assert_database_sound,
     assert_indexes_complete,
     count,
@@ -22,7 +22,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import VECTOR_FAULTS, Fault
+from tests.support.llm_server import VECTOR_FAULTS, Fault
 
 BAD_VECTORS = sorted(VECTOR_FAULTS)
 

@@ -6,7 +6,7 @@ into a file that is not gb's to change.
 Everything runs as a real process (`python -m gligabao`) with a timeout, so that a hang
 fails the test instead of blocking the suite, and an address-space limit where the old
 behaviour was to read without end. Read-only folders are tested with the file modes
-enforced even for root (tests/privileges.py), skipped where that cannot be arranged.
+enforced even for root (tests/support/privileges.py), skipped where that cannot be arranged.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from gligabao.errors import ExitCode
 from gligabao.store import open_db
 from gligabao.store.db import query
 from gligabao.store.migrations import MIGRATIONS
-from tests.helpers import story
-from tests.privileges import as_user, permissions_apply
+from tests.support.helpers import story
+from tests.support.privileges import as_user, permissions_apply
 
 TEXT = "Herons nest by the river in spring.\n\nOtters fish there at dusk.\n"
 MEMORY = 1 << 30  # the address space a run may use where it once read without end

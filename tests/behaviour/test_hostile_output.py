@@ -14,7 +14,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from tests.helpers import DB, SECRET, gb, story, write
+from tests.support.helpers import DB, SECRET, gb, story, write
 
 HUGE = "99999999999999999999999"  # beyond SQLite's 64-bit integers
 CLEAR = "\x1b[2J\x1b[H"  # clears the screen and homes the cursor

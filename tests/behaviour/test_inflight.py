@@ -11,7 +11,7 @@ import pytest
 
 from gligabao.calls import Calls
 from gligabao.store import open_db
-from tests.llm_server import Fault, Hold, LLMServer
+from tests.support.llm_server import Fault, Hold, LLMServer
 
 PARAGRAPH = (
     "Report {n}: the committee met on the {n}th of May to review the harbour accounts, "

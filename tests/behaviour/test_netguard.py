@@ -1,4 +1,4 @@
-"""The tests' own network guard (tests/netguard): nothing a test runs can reach a network
+"""The tests' own network guard (tests/support/netguard): nothing a test runs can reach a network
 beyond loopback, so a regression that drops an endpoint can never send the test key to a
 real API."""
 
@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 
-from tests.netguard.loopback_only import allowed
+from tests.support.netguard.loopback_only import allowed
 
 
 def test_only_loopback_addresses_are_allowed() -> None:

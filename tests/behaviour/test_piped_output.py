@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import story, write
+from tests.support.helpers import story, write
 
 # Three long folder names: a line holding a run of one of their letters but not a whole
 # path is a piece of a path that was wrapped or cut.

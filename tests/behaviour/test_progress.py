@@ -19,7 +19,7 @@ import time
 import pyte
 
 from gligabao.remember.progress import ChunkProgress
-from tests.helpers import CORPUS_DIR, gb_env, write
+from tests.support.helpers import CORPUS_DIR, gb_env, write
 
 COLUMNS, LINES = 110, 40
 BAR = "remembering "

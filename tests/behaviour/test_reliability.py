@@ -18,7 +18,9 @@ import sys
 import threading
 from pathlib import Path
 
-from tests.helpers import (
+from tests.remember.test_batch_processes import finish, start, wait_for, watch_stderr
+from tests.remember.test_end_to_end import calls, plan, unique_marker
+from tests.support.helpers import (
     CORPUS_DIR,
     DB,
     absolute,
@@ -34,9 +36,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import Fault, Hold, LLMServer
-from tests.test_batch_processes import finish, start, wait_for, watch_stderr
-from tests.test_remember import calls, plan, unique_marker
+from tests.support.llm_server import Fault, Hold, LLMServer
 
 OFFLINE_STAGES = "extract_graph summarize_chunk embed"
 CLOSED = "SELECT count(*) FROM gb_edges WHERE expired_at IS NOT NULL"

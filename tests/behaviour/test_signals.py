@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import (
+from tests.remember.test_batch_processes import finish, start, wait_for
+from tests.support.helpers import (
     assert_database_sound,
     assert_documents_complete,
     count,
@@ -27,8 +28,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import Hold
-from tests.test_batch_processes import finish, start, wait_for
+from tests.support.llm_server import Hold
 
 CASES = [
     pytest.param(signal.SIGTERM, 143, id="SIGTERM"),

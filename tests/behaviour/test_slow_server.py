@@ -24,7 +24,7 @@ import pytest
 
 from gligabao.config import load_config
 from gligabao.llm import LLM, LLMError, extract_graph_request, summarize_chunk_request
-from tests.helpers import (
+from tests.support.helpers import (
     assert_database_sound,
     assert_documents_complete,
     assert_indexes_complete,
@@ -33,7 +33,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import Fault, LLMServer, generation_key
+from tests.support.llm_server import Fault, LLMServer, generation_key
 
 KEY = "sk-slow-server-test-000000"
 CHUNKS = "SELECT count(*) FROM gb_artifacts WHERE parent_id IS NOT NULL AND kind <> 'chunk_summary'"

@@ -7,8 +7,8 @@ import asyncio
 import json
 
 from gligabao.llm.limiter import NORMAL, URGENT, Limiter
-from tests.helpers import configure, write
-from tests.test_remember import apache_bytes
+from tests.remember.test_end_to_end import apache_bytes
+from tests.support.helpers import configure, write
 
 
 def test_resolve_calls_are_not_queued_behind_the_embeddings_of_later_chunks(

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from gligabao.chunk import Chunk, ChunkSettings, cut, split_text
 from gligabao.chunk.code import split_code
-from tests.chunk_checks import PROPERTY, assert_invariants, reference_tokens
+from tests.support.chunk_checks import PROPERTY, assert_invariants, reference_tokens
 
 sizes = st.one_of(
     st.integers(32, 160), st.integers(32, 2000), st.sampled_from([32, 64, 1024, 2000])

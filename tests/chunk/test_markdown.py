@@ -22,8 +22,8 @@ from markdown_it import MarkdownIt
 
 from gligabao.chunk.markdown import _Document, split_markdown
 from gligabao.chunk.text import Chunk, Splitter
-from tests.chunk_checks import PROPERTY, assert_invariants, reference_tokens
-from tests.helpers import CORPUS_DIR
+from tests.support.chunk_checks import PROPERTY, assert_invariants, reference_tokens
+from tests.support.helpers import CORPUS_DIR
 
 NODE_REFERENCES = ("dns.md", "webcrypto.md")
 
@@ -527,7 +527,7 @@ def test_empty_and_blank_texts():
 
 
 def api_references() -> list[tuple[str, str]]:
-    """Markdown API references nobody here wrote, shipped in tests/corpus: Node.js's
+    """Markdown API references nobody here wrote, shipped in tests/support/corpus: Node.js's
     documentation of dns and webcrypto (MIT), about 50 KB each with many h2/h3 sections,
     tables and code blocks."""
     return [(name, (CORPUS_DIR / name).read_text(encoding="utf-8")) for name in NODE_REFERENCES]

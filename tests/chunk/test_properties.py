@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gligabao.chunk import ESTIMATOR, ChunkSettings, cut, split_text
-from tests.chunk_checks import PROPERTY, assert_invariants, reference_tokens
+from tests.support.chunk_checks import PROPERTY, assert_invariants, reference_tokens
 
 sizes = st.one_of(st.integers(32, 120), st.sampled_from([32, 64, 1024, 8000]))
 overlaps = st.one_of(st.integers(0, 50), st.sampled_from([0, 20, 50]))

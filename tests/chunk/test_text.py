@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gligabao.chunk import ESTIMATOR, ChunkSettings, cut, split_text
-from tests.chunk_checks import assert_invariants, reference_budget, reference_tokens
+from tests.support.chunk_checks import assert_invariants, reference_budget, reference_tokens
 
 
 def words(n: int, word: str = "abcd") -> str:

@@ -11,7 +11,7 @@ import re
 
 import pytest
 
-from tests.helpers import SECRET, configure, count, gb, stderr_lines, story, write
+from tests.support.helpers import SECRET, configure, count, gb, stderr_lines, story, write
 
 STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "embed")
 # Prices for the chat model only: every embeddings call is a call without a price.

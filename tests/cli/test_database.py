@@ -16,7 +16,7 @@ import pytest
 from gligabao.errors import ExitCode
 from gligabao.store import open_db
 from gligabao.store.db import scalar
-from tests.llm_server import Fault
+from tests.support.llm_server import Fault
 
 TEXT = "Ada Lovelace wrote the first program. " * 20
 
@@ -204,7 +204,7 @@ def test_starting_gb_does_not_load_the_remember_pipeline() -> None:
 
 
 def _readme_exit_codes() -> dict[int, str]:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
     section = readme.split("### Exit codes", 1)[1].split("\n## ", 1)[0]
     rows = re.findall(r"^\| (\d+) \| (.+) \|$", section, flags=re.M)
     return {int(code): meaning for code, meaning in rows}

@@ -16,7 +16,7 @@ import pytest
 
 from gligabao.errors import ExitCode
 from gligabao.store import artifacts, datasets, open_db
-from tests.helpers import DB, absolute, configure, count, gb, rows, story, write
+from tests.support.helpers import DB, absolute, configure, count, gb, rows, story, write
 
 OFFLINE = "incomplete: extract_graph, summarize_chunk, embed"
 

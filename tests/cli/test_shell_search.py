@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from gligabao.base.snippet import snippet
-from tests.helpers import CORPUS_DIR, gb
-from tests.test_cli_preview import command_names
+from tests.cli.test_preview import command_names
+from tests.support.helpers import CORPUS_DIR, gb
 
 QUERY = "termination of the licence"
 

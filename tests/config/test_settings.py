@@ -16,7 +16,7 @@ import tomlkit
 
 from gligabao.config import SETTINGS
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "gligabao.toml.example"
+EXAMPLE = Path(__file__).resolve().parents[2] / "gligabao.toml.example"
 SECRET = "sk-test-Zq9PvX2mLk7Rt4Wy8Bn3Hc6Js1Fd5Gt"
 
 

@@ -18,8 +18,8 @@ from gligabao.graph import export as export_module
 from gligabao.graph.queries import Entity, Evidence, Fact
 from gligabao.store import open_db
 from gligabao.store.datasets import find_dataset
-from tests.helpers import DB, gb, write
-from tests.test_facts import DOCS, TRUTH
+from tests.graph.test_facts import DOCS, TRUTH
+from tests.support.helpers import DB, gb, write
 
 ALL = ("-k", "100000")
 NS = {"g": "http://graphml.graphdrawing.org/xmlns"}

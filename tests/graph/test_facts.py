@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import configure, gb, rows, write
+from tests.support.helpers import configure, gb, rows, write
 
 DOCS = {
     "y2015.txt": (

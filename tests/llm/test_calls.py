@@ -13,7 +13,7 @@ from gligabao.calls import Budget, Calls
 from gligabao.config import load_config
 from gligabao.llm import LLM, LLMError, summarize_chunk_request
 from gligabao.store import datasets, open_db
-from tests.llm_server import Fault, LLMServer
+from tests.support.llm_server import Fault, LLMServer
 
 PRICES = """\
 [prices]

@@ -35,8 +35,8 @@ from gligabao.llm import (
     validate,
 )
 from gligabao.llm.client import REASONING_HEADROOM
-from tests.helpers import serving
-from tests.llm_server import Fault, Hold, LLMServer, answer_model
+from tests.support.helpers import serving
+from tests.support.llm_server import Fault, Hold, LLMServer, answer_model
 
 SECRET = "sk-test-secret-123456"
 TEXT = "Alice Smith works at Acme Corp since 2021-03-01. Bob Jones met Alice Smith in Paris."
@@ -137,7 +137,7 @@ import json, sys
 sys.path.insert(0, sys.argv[1])
 from gligabao.config import load_config
 from gligabao.llm import LLM
-from tests.test_llm_client import REQUESTS
+from tests.llm.test_client import REQUESTS
 llm = LLM(load_config(None, env={"OPENAI_API_KEY": "sk-another-key-999999"}))
 hashes = {stage: llm.request_hash(build()) for stage, build in REQUESTS.items()}
 hashes["embed"] = llm.request_hash(["Alice met Bob.", "Paris"])
@@ -154,7 +154,7 @@ def hashes_elsewhere(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]
         XDG_CACHE_HOME=str(home / ".cache"),
         PYTHONHASHSEED="1" if os.environ.get("PYTHONHASHSEED") != "1" else "2",
     )
-    root = str(Path(__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])
     out = subprocess.run(
         [sys.executable, "-c", ELSEWHERE, root],
         capture_output=True,

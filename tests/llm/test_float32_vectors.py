@@ -1,6 +1,6 @@
 """Vectors stay float32 from the HTTP answer to the vec0 row: the bytes the server sent are
 the bytes stored, and memory holds 4 bytes a value, not a Python float each. Against the
-real openai client and the test server (tests/llm_server.py)."""
+real openai client and the test server (tests/support/llm_server.py)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ import pytest
 from gligabao.config import load_config
 from gligabao.llm import LLM
 from gligabao.llm.float32 import decoded
-from tests.helpers import SECRET, gb, rows, story, write
-from tests.llm_server import LLMServer, embed_text
+from tests.support.helpers import SECRET, gb, rows, story, write
+from tests.support.llm_server import LLMServer, embed_text
 
 DIMS = 1536
 TEXTS = [f"text {i}: {story(i)}" for i in range(100)]

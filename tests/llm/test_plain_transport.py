@@ -21,7 +21,7 @@ import pytest
 
 from gligabao.config import load_config
 from gligabao.llm import LLM, wire
-from tests.helpers import serving
+from tests.support.helpers import serving
 
 
 class _Embeddings(BaseHTTPRequestHandler):

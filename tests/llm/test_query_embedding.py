@@ -16,8 +16,8 @@ from gligabao.config import load_config
 from gligabao.errors import ConfigError
 from gligabao.llm import LLM, LLMError
 from gligabao.llm.query import embed_query
-from tests.helpers import serving
-from tests.llm_server import Fault, LLMServer, embed_text
+from tests.support.helpers import serving
+from tests.support.llm_server import Fault, LLMServer, embed_text
 
 SECRET = "sk-query-secret-0123456789"
 

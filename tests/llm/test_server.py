@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.llm_server import (
+from tests.support.llm_server import (
     Fault,
     Hold,
     LLMServer,
@@ -29,7 +29,7 @@ from tests.llm_server import (
     resolve,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 TEXT = (
     "Alice works at Acme since 2021-03-01. The Globex Corp hired Bob Smith!\n"
@@ -531,7 +531,7 @@ def test_extract_graph_heuristics():
 
 def test_command_line_server():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tests.llm_server", "--port", "0", "--latency", "0.01"],
+        [sys.executable, "-m", "tests.support.llm_server", "--port", "0", "--latency", "0.01"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

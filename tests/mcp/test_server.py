@@ -27,9 +27,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from gligabao.mcp_server import READ_TOOLS, WRITE_TOOLS
 from gligabao.store import open_db
-from tests.helpers import DB, SECRET, absolute, gb, story, write
-from tests.llm_server import Fault
-from tests.test_api import DOCS
+from tests.service.test_api import DOCS
+from tests.support.helpers import DB, SECRET, absolute, gb, story, write
+from tests.support.llm_server import Fault
 
 Check = Callable[[ClientSession], Awaitable[None]]
 

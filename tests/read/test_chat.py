@@ -20,7 +20,7 @@ from gligabao.errors import InputError
 from gligabao.read.documents import Message, describe
 from gligabao.read.formats import kind_of, read_documents
 from gligabao.remember.cut import cut_document
-from tests.chunk_checks import PROPERTY, reference_tokens
+from tests.support.chunk_checks import PROPERTY, reference_tokens
 
 T0 = 1_714_550_400.0  # 2024-05-01T08:00:00Z
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")

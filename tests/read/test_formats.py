@@ -2,7 +2,7 @@
 with their locations in a real SQLite file and shown by chunk-preview, remember and show.
 
 The PDFs and HTML pages are real files nobody here wrote; the chat export is generated
-(tests/test_formats_chat.py) and remembered against the test LLM server over HTTP."""
+(tests/read/test_chat.py) and remembered against the test LLM server over HTTP."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ import pytest
 
 from gligabao.llm.endpoint import EMBED_STAGE
 from gligabao.store import artifacts, datasets, open_db
-from tests.helpers import DB, configure, gb, rows, write
-from tests.test_formats_chat import ISO_TIME, ROLE_LABEL, _ancestors, _regenerated_export
-from tests.test_formats_pdf import (
+from tests.read.test_chat import ISO_TIME, ROLE_LABEL, _ancestors, _regenerated_export
+from tests.read.test_pdf import (
     REAL_PDFS,
     _encrypted_pdf,
     _flat,
     _image_only_pdf,
     _truncated_pdf,
 )
+from tests.support.helpers import DB, configure, gb, rows, write
 
 
 def _real_pdf(path: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from gligabao.read.files import MAX_BYTES
-from tests.privileges import as_user, permissions_apply
+from tests.support.privileges import as_user, permissions_apply
 
 MIB = 1_048_576
 GOOD = "A good file.\n\nIt has two paragraphs, and it is read without complaint.\n"
@@ -196,7 +196,7 @@ def test_crlf_offsets_slice_the_file_bytes(gb_cli) -> None:
 )
 def test_permission_denied_message_even_as_root() -> None:
     """The same refusal where chmod alone cannot show it (root): a real process that file
-    modes apply to (tests/privileges.py)."""
+    modes apply to (tests/support/privileges.py)."""
     import subprocess
     import sys
 

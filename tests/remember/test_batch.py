@@ -3,7 +3,7 @@
 Real SQLite files with sqlite-vec, and the real openai client over HTTP to the test
 server, configured through the environment as a cron job would be (the `online`
 fixture). The tests that need real processes (a `find` pipe, two writers at once,
-kill -9) are in test_batch_processes.py; both use the helpers of tests/helpers.py.
+kill -9) are in test_batch_processes.py; both use the helpers of tests/support/helpers.py.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from gligabao.llm import LLM
 from gligabao.remember import Options
 from gligabao.remember.batch import Result, remember_all
 from gligabao.store import open_db
-from tests.helpers import (
+from tests.support.helpers import (
     BROKEN,
     DB,
     absolute,
@@ -38,7 +38,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import Fault, Hold, LLMServer
+from tests.support.llm_server import Fault, Hold, LLMServer
 
 # ------------------------------------------------------------------ 1. many inputs
 

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import (
+from tests.support.helpers import (
     BROKEN,
     DB,
     absolute,
@@ -39,7 +39,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import Fault, Hold, LLMServer
+from tests.support.llm_server import Fault, Hold, LLMServer
 
 GB = [sys.executable, "-m", "gligabao"]
 

@@ -18,7 +18,7 @@ import pytest
 from gligabao.config import Price
 from gligabao.store import open_db
 from gligabao.store.db import transaction
-from tests.helpers import (
+from tests.support.helpers import (
     DB,
     configure,
     gb,
@@ -28,7 +28,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import Fault, LLMServer
+from tests.support.llm_server import Fault, LLMServer
 
 CHAT = Price(input=0.5, output=10.0)
 

@@ -24,7 +24,7 @@ from gligabao.llm import LLM
 from gligabao.read.sources import read_source
 from gligabao.remember import ChunkFailed, Options, remember
 from gligabao.store import open_db
-from tests.helpers import (
+from tests.support.helpers import (
     DB,
     SECRET,
     absolute,
@@ -36,7 +36,7 @@ from tests.helpers import (
     rows,
     write,
 )
-from tests.llm_server import Fault, LLMServer, answer_model
+from tests.support.llm_server import Fault, LLMServer, answer_model
 
 MODEL = answer_model("gpt-4o-mini")  # what the server answers with: gpt-4o-mini-2024-07-18
 R7_KEYS = [
@@ -340,7 +340,7 @@ def test_a_missing_embeddings_key_is_refused_before_any_call(gb_cli, server, mon
     """A chat endpoint with no embeddings key would pay for a graph stored without vectors."""
     configure(monkeypatch, server, GB_EMBEDDINGS_API_KEY_ENV="GB_TEST_EMBEDDINGS_KEY")
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
-    # The key alone: OpenAI itself. Were gb to call it, tests/netguard refuses the
+    # The key alone: OpenAI itself. Were gb to call it, tests/support/netguard refuses the
     # connection (no test reaches beyond loopback) and the exit code is not 5.
     monkeypatch.delenv("OPENAI_BASE_URL")
     monkeypatch.delenv("GB_TEST_EMBEDDINGS_KEY", raising=False)

@@ -12,7 +12,7 @@ from gligabao.chunk import ESTIMATOR
 from gligabao.store import open_db, transaction, vectors
 from gligabao.store.datasets import get_or_create_dataset, set_embedding
 from gligabao.store.db import scalar
-from tests.helpers import assert_indexes_complete, count, gb, story, vec_stats
+from tests.support.helpers import assert_indexes_complete, count, gb, story, vec_stats
 
 NOTE = "The grey heron waits motionless by the riverbank at dawn.\n"
 

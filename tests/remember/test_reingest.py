@@ -1,6 +1,6 @@
 """Re-remembering a changed file costs only what changed (issue 17).
 
-Every run here is the real `gb` against the test LLM server (tests/llm_server.py), whose
+Every run here is the real `gb` against the test LLM server (tests/support/llm_server.py), whose
 records count the requests each run made; the database is a real SQLite file read back.
 """
 
@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tests.helpers import (
+from tests.support.helpers import (
     absolute,
     assert_database_sound,
     assert_indexes_complete,
@@ -30,7 +30,7 @@ from tests.helpers import (
     story,
     write,
 )
-from tests.llm_server import LLMServer
+from tests.support.llm_server import LLMServer
 
 # A fact said once, in the paragraph the edit replaces, and one said there and elsewhere.
 ONLY_THERE = "Zed Quill met Ada Byron in Rome on 2024-02-02."

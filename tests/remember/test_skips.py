@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import json
 
-from tests.helpers import absolute, current_by_source, gb, statuses, stderr_lines, story, write
+from tests.support.helpers import (
+    absolute,
+    current_by_source,
+    gb,
+    statuses,
+    stderr_lines,
+    story,
+    write,
+)
 
 
 def package() -> None:

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from tests.helpers import configure, count, gb, rows, story, vec_stats, write
-from tests.llm_server import LLMServer
+from tests.support.helpers import configure, count, gb, rows, story, vec_stats, write
+from tests.support.llm_server import LLMServer
 
 TEXT = story(11, paragraphs=6)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from gligabao.store import open_db
 from gligabao.store.db import query
-from tests.helpers import SECRET
+from tests.support.helpers import SECRET
 
 GUIDE = "\n\n".join(
     f"## Part {n}\n\n" + " ".join(f"Step {n}.{i} turns the valve {i} times." for i in range(30))

@@ -1,7 +1,7 @@
 """Retrieval quality of hybrid search (issue 11): on the tests' corpus, embedded by the test
 server's deterministic embeddings, fusing BM25 with vectors fails no more often than BM25
 alone at 1, 5 and 20, and less often at 5 and 20, once its weight is learnt (gb eval
---tune). The 60 gold queries (tests/gold/corpus_queries.jsonl) were written by hand,
+--tune). The 60 gold queries (tests/support/gold/corpus_queries.jsonl) were written by hand,
 paraphrasing their gold passages, before any search was run on them; never select or
 reword them after seeing results."""
 
@@ -11,10 +11,10 @@ import json
 import shutil
 from pathlib import Path
 
-from tests.helpers import CORPUS_DIR
+from tests.support.helpers import CORPUS_DIR
 
-GOLD = Path(__file__).parent / "gold" / "corpus_queries.jsonl"
-# Every main file of tests/corpus; the gold sources are these names, relative to the test's
+GOLD = Path(__file__).parents[1] / "support" / "gold" / "corpus_queries.jsonl"
+# Every main file of tests/support/corpus; the gold sources are these names, relative to the test's
 # folder, as `gb eval` resolves them.
 FILES = ("GPL-3", "MPL-2.0", "Apache-2.0", "NODEJS-LICENSE", "dns.md", "webcrypto.md")
 KS = (1, 5, 20)

@@ -14,8 +14,8 @@ from gligabao.search.hybrid import fuse, search
 from gligabao.store import open_db
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset
-from tests.helpers import SECRET
-from tests.llm_server import Fault
+from tests.support.helpers import SECRET
+from tests.support.llm_server import Fault
 
 HIT_KEYS = {
     "score",

@@ -17,10 +17,10 @@ from gligabao.search.hybrid import search
 from gligabao.store import open_db, transaction, vectors
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset, set_embedding
-from tests.helpers import gb_env, write
-from tests.llm_server import LLMServer, embed_text
+from tests.support.helpers import gb_env, write
+from tests.support.llm_server import LLMServer, embed_text
 
-DIMS = 64  # what tests/helpers.gb_env configures, so `gb search` embeds queries so too
+DIMS = 64  # what tests/support/helpers.gb_env configures, so `gb search` embeds queries so too
 LATENT = 8
 CHUNKS = 8_200  # > QUANTIZED_RATIO * OVERSAMPLE_MIN: the quantized search is chosen
 PER_DOCUMENT = 100

@@ -12,8 +12,8 @@ from gligabao.search.hybrid import Hit
 from gligabao.search.rerank import passage, reordered
 from gligabao.store import open_db
 from gligabao.store.db import query
-from tests.helpers import DB, SECRET
-from tests.llm_server import Fault
+from tests.support.helpers import DB, SECRET
+from tests.support.llm_server import Fault
 
 QUERY = "patent litigation terminates the license"
 DEPTH = 20  # search.rerank_depth's default

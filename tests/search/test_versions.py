@@ -12,7 +12,7 @@ import pytest
 from gligabao.search.hybrid import search
 from gligabao.store import open_db
 from gligabao.store.datasets import find_dataset
-from tests.llm_server import LLMServer, embed_text
+from tests.support.llm_server import LLMServer, embed_text
 
 PARAGRAPH = "The licence terminates when the licensee stops complying with its terms. "
 

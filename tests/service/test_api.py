@@ -18,9 +18,9 @@ import pytest
 import gligabao
 from gligabao import Memory
 from gligabao.errors import ExitCode, GbError, InputError
-from tests.helpers import DB, SECRET, gb, story, write
+from tests.support.helpers import DB, SECRET, gb, story, write
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = Path(__file__).resolve().parents[2] / "README.md"
 
 DOCS = {
     "y2015.txt": (

@@ -1,6 +1,6 @@
-"""Plain helpers of the tests that run `gb` against the test LLM server (tests/llm_server.py)
-and read its SQLite file back; the fixtures built on them (`server`, `online`, `corpus`)
-are in conftest.py.
+"""Plain helpers of the tests that run `gb` against the test LLM server
+(tests/support/llm_server.py) and read its SQLite file back; the fixtures built on them
+(`server`, `online`, `corpus`) are in conftest.py.
 
 Everything here works in the test's own folder, where the autouse fixture has chdir'd:
 the database is ``./gb.db`` there, and file names are relative to it.
@@ -21,7 +21,7 @@ import pytest
 
 from gligabao.store import open_db
 from gligabao.store.db import integrity_problems, query, scalar
-from tests.llm_server import LLMServer
+from tests.support.llm_server import LLMServer
 
 DB = "gb.db"
 # The API key of every test that configures the test server; no output, stored file or
@@ -29,7 +29,7 @@ DB = "gb.db"
 # the configured key, not a pattern, can keep it out.
 SECRET = "gbtest-Q7w3E9r1T5y8U2i4o6P0"
 
-# Real texts nobody here wrote, shipped under tests/corpus (its README says whose and on
+# Real texts nobody here wrote, shipped under tests/support/corpus (its README says whose and on
 # what terms): three licences (the `corpus` fixture) and two Node.js API references.
 CORPUS_DIR = Path(__file__).parent / "corpus"
 CORPUS = ("Apache-2.0", "MPL-2.0", "GPL-3")

@@ -21,8 +21,8 @@ saw with ``server.wait_until(...)`` instead of sleeping.
 
 From a shell (benchmarks, manual use)::
 
-    python -m tests.llm_server --port 8765 [--latency 0.3] [--no-structured-outputs]
-    python -m tests.llm_server --slots 2 --token-rate 25 --embed-max-tokens 512
+    python -m tests.support.llm_server --port 8765 [--latency 0.3] [--no-structured-outputs]
+    python -m tests.support.llm_server --slots 2 --token-rate 25 --embed-max-tokens 512
 
 Slow-server mode imitates a local model server (llama.cpp, Ollama, LM Studio): ``slots``
 requests are generated at once, the others wait in a first-in first-out queue that sends
@@ -761,7 +761,7 @@ class LLMServer:
         self.stop()
 
     def serve_forever(self) -> None:
-        """Start and block until KeyboardInterrupt (for ``python -m tests.llm_server``)."""
+        """Start and block until KeyboardInterrupt (for ``python -m tests.support.llm_server``)."""
         self.start()
         try:
             while self._thread is not None and self._thread.is_alive():
@@ -1611,7 +1611,7 @@ class LLMServer:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m tests.llm_server",
+        prog="python -m tests.support.llm_server",
         description="Deterministic OpenAI-compatible test server (chat, embeddings, models).",
     )
     parser.add_argument("--host", default="127.0.0.1")
