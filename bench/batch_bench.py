@@ -9,7 +9,7 @@ It builds N short files of real text that nobody on this team wrote (the licence
 under /usr/share/common-licenses, then the Debian `copyright` files under /usr/share/doc,
 each paragraph once): every file a different piece of 300-1500 characters, below gb's
 chunk size so that none is chunked, laid out 100 to a sub-folder. It starts the
-deterministic OpenAI-compatible server of tests/llm_server.py in this process at 0 ms per
+deterministic OpenAI-compatible server of tests/support/llm_server.py in this process at 0 ms per
 call, with embeddings of 1536 dimensions by default (as text-embedding-3-small gives), and
 runs the real CLI as a subprocess, process start and imports included, as cron would::
 
@@ -278,7 +278,7 @@ def _read_usage(usage_path: Path) -> tuple[int, float, float]:
 
 def run_gb(run: Run, corpus: Path, work: Path, args: argparse.Namespace) -> Run:
     """`python -m gligabao remember -r CORPUS --quiet --db DB` under a fresh test server."""
-    from tests.llm_server import LLMServer
+    from tests.support.llm_server import LLMServer
 
     cmd = [sys.executable, "-m", "gligabao", "remember", "-r", str(corpus), "--quiet"]
     cmd += ["--db", run.db]
@@ -440,8 +440,8 @@ def main(argv: list[str] | None = None) -> int:
 
     log(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
-        f"gligabao {__version__}; test server tests/llm_server.py in this process, 0 ms per "
-        f"call, {args.dimensions}-dimension embeddings"
+        f"gligabao {__version__}; test server tests/support/llm_server.py in this process, "
+        f"0 ms per call, {args.dimensions}-dimension embeddings"
     )
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="gb-batch-bench-"))

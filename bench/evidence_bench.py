@@ -1,14 +1,14 @@
 """Evidence to the line against whole-chunk provenance: how often an extraction's quote is
 found in its chunk, and how much narrower the evidence a user is shown becomes.
 
-Cuts a real document (default: the Apache License 2.0 shipped in tests/corpus) as `gb
+Cuts a real document (default: the Apache License 2.0 shipped in tests/support/corpus) as `gb
 remember` would, asks an OpenAI-compatible server for each chunk's `extract_graph`, as
 gb does (the same request, prompt and schema), and locates each fact's quote in its
 chunk with `gligabao.base.evidence.locate_quote`. Prints the share of quotes found exactly,
 found only tolerantly (case, spacing), and not found (the chunk stands for them), and
 the mean evidence length in bytes beside the mean chunk length.
 
-Without OPENAI_BASE_URL the deterministic test server of tests/llm_server.py answers
+Without OPENAI_BASE_URL the deterministic test server of tests/support/llm_server.py answers
 (its quotes are the sentences themselves: a check of the bench, not a figure); point it
 at a real model for the figure, e.g. ../shared/realllm:
 
@@ -48,7 +48,9 @@ async def _extract_all(llm: LLM, texts: list[str]) -> list[dict | None]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("document", nargs="?", default=str(ROOT / "tests/corpus/Apache-2.0"))
+    parser.add_argument(
+        "document", nargs="?", default=str(ROOT / "tests/support/corpus/Apache-2.0")
+    )
     parser.add_argument("--chunk-size", type=int, default=256)
     parser.add_argument("--chunks", type=int, default=0, help="only the first N chunks")
     parser.add_argument("--timeout", type=float, default=60.0)
@@ -59,7 +61,7 @@ def main() -> None:
     server = None
     env = dict(os.environ)
     if not env.get("OPENAI_BASE_URL"):
-        from tests.llm_server import LLMServer
+        from tests.support.llm_server import LLMServer
 
         server = LLMServer().start()
         env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="sk-bench")

@@ -185,7 +185,7 @@ def html_bench(runs: int, limit: int) -> None:
 
 def real_paragraphs() -> list[str]:
     sources = sorted(glob.glob("/usr/share/common-licenses/*"))
-    sources += sorted(str(p) for p in Path(__file__).parents[1].glob("tests/corpus/*"))
+    sources += sorted(str(p) for p in Path(__file__).parents[1].glob("tests/support/corpus/*"))
     paragraphs: list[str] = []
     for source in sources:
         try:

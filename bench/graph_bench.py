@@ -15,7 +15,7 @@ a chunk, 100 chunks a document, each fact linked to its chunk with its quote and
 span (`QuoteSpan`), its two entities linked to the chunk too; every entity, fact
 and chunk has a random 1,536-dimension unit vector, as `gb remember` leaves them (the
 entities and edges indexes with their binary-quantized `-bits` companions). The tests'
-OpenAI-compatible server (tests/llm_server.py) runs on 127.0.0.1 to embed the queries.
+OpenAI-compatible server (tests/support/llm_server.py) runs on 127.0.0.1 to embed the queries.
 With `--reuse`, the database is first made ready as the next `gb remember` would
 (`set_embedding`): one built before the `-bits` tables gets them, filled from its float
 vectors, once (~18 s at 100,000 facts and 20,000 entities).
@@ -112,7 +112,7 @@ from gligabao.store import graph, open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
 from gligabao.store.datasets import find_dataset, get_or_create_dataset, set_embedding  # noqa: E402
 from gligabao.store.sqlite.vectors import chunk_row, edge_row, entity_row, upsert_vectors  # noqa: E402
-from tests.llm_server import LLMServer  # noqa: E402
+from tests.support.llm_server import LLMServer  # noqa: E402
 
 DIMENSIONS = 1536
 MODEL = "bench-embedding"

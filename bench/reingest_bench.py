@@ -2,7 +2,7 @@
 
 Two parts:
 
-1. **Chunks that survive a local edit.** For real texts nobody here wrote (tests/corpus:
+1. **Chunks that survive a local edit.** For real texts nobody here wrote (tests/support/corpus:
    three licences cut as text, two Node.js API references cut as text and as markdown),
    one paragraph at each of `--positions` places is edited in turn (a sentence added to
    it), the text cut again, and the new chunks matched to the old ones as `gb remember`
@@ -10,7 +10,7 @@ Two parts:
    the overlap. Printed: chunks, and the mean share that survive each way.
 2. **Calls and wall time.** A 100-chunk text (`--chunks`) is remembered with the real CLI
    (`python -m gligabao remember`, a subprocess) against the test LLM server of
-   tests/llm_server.py in this process, `--latency` seconds a call; one paragraph in its
+   tests/support/llm_server.py in this process, `--latency` seconds a call; one paragraph in its
    middle is then replaced, and the new version remembered twice from copies of that
    database: as `gb remember` does now (the diff) and with `--force` (everything
    extracted again, as before issue 17). Printed: requests by stage and wall time of each.
@@ -39,10 +39,10 @@ if str(REPO_ROOT) not in sys.path:
 
 from gligabao.chunk import ChunkSettings, cut  # noqa: E402
 from gligabao.remember.diff import surviving  # noqa: E402
-from tests.helpers import story  # noqa: E402
-from tests.llm_server import LLMServer  # noqa: E402
+from tests.support.helpers import story  # noqa: E402
+from tests.support.llm_server import LLMServer  # noqa: E402
 
-CORPUS = REPO_ROOT / "tests" / "corpus"
+CORPUS = REPO_ROOT / "tests" / "support" / "corpus"
 TEXTS = {
     "Apache-2.0": ("text",),
     "GPL-3": ("text",),

@@ -6,7 +6,7 @@ document of real text that nobody on this team wrote (the licence texts under
 /usr/share/common-licenses, then the Debian `copyright` files under /usr/share/doc, each
 paragraph once), ending at a paragraph or word boundary such that `gligabao.chunk.cut`
 makes N chunks at the configured chunk size, starts the deterministic OpenAI-compatible server of
-tests/llm_server.py in this process with a fixed latency per call, and runs:
+tests/support/llm_server.py in this process with a fixed latency per call, and runs:
 
 - the real CLI, `python -m gligabao remember DOC --json --db DB`, as a subprocess: the
   wall time is what a user sees, process start and imports included;
@@ -390,7 +390,7 @@ def run_once(
     args: argparse.Namespace,
 ) -> Run:
     """Start a fresh server, run `gb remember` (CLI) or the instrumented worker, measure."""
-    from tests.llm_server import LLMServer
+    from tests.support.llm_server import LLMServer
 
     run = Run(label, kind, concurrency)
     db = folder / f"{label.replace(' ', '-').replace('=', '')}.db"
@@ -508,7 +508,7 @@ class Scenario:
 def run_scenario(
     sc: Scenario, args: argparse.Namespace, folder: Path, log: Any, compare: bool
 ) -> None:
-    from tests.llm_server import LLMServer
+    from tests.support.llm_server import LLMServer
 
     with LLMServer() as probe:  # the document is sized with the environment the runs get
         sc.doc = build_document(sc.chunks, _env(probe.base_url, folder, args), folder)
@@ -560,7 +560,7 @@ def run_scenario(
 
 def run_bound(args: argparse.Namespace, folder: Path, log: Any) -> list[tuple[Scenario, Run]]:
     """Issue 14's matrix: the CLI at each BOUND_SCENARIOS x BOUND_CONCURRENCY, one run each."""
-    from tests.llm_server import LLMServer
+    from tests.support.llm_server import LLMServer
 
     rows = []
     log(f"start-up floor (a fresh python importing the openai SDK): {startup_floor():.2f} s")
@@ -850,7 +850,7 @@ def main(argv: list[str] | None = None) -> int:
 
     log(
         f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} CPUs; "
-        f"gligabao {__version__}; test server tests/llm_server.py in this process"
+        f"gligabao {__version__}; test server tests/support/llm_server.py in this process"
     )
     if args.bound:
         with tempfile.TemporaryDirectory(prefix="gb-remember-bench-") as tmp:

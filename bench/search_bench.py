@@ -6,7 +6,7 @@ licence texts under /usr/share/common-licenses (paragraphs shuffled and repeated
 vocabulary is real and every chunk differs), 100 chunks a document, each chunk with a
 1,536-dimension unit vector in the dataset's vec0 index (shaped as a real model's are:
 see TOPICS) and its text in the FTS5 index, as `gb remember` leaves them. The tests'
-OpenAI-compatible server (tests/llm_server.py) runs on 127.0.0.1 to embed the queries.
+OpenAI-compatible server (tests/support/llm_server.py) runs on 127.0.0.1 to embed the queries.
 Two figures per size:
 
 - search: `gligabao.search.hybrid.search(...)` in this process, method hybrid, k=20, default
@@ -73,7 +73,7 @@ from gligabao.store.sqlite.vectors import (  # noqa: E402
     knn,
     upsert_vectors,
 )
-from tests.llm_server import LLMServer  # noqa: E402
+from tests.support.llm_server import LLMServer  # noqa: E402
 
 LICENSES = Path("/usr/share/common-licenses")
 DIMENSIONS = 1536

@@ -5,12 +5,12 @@ variables, and points the user config and cache folders (and tiktoken's cache)
 into tmp_path, so nothing from the machine running the tests leaks in or is
 written outside it. Subprocesses started by a test inherit that environment. No
 socket of the tests or of the Python processes they start connects off the loopback
-interface (tests/netguard).
+interface (tests/support/netguard).
 
 `server` is a test LLM server of the test's own; `online` is that server with gb
-configured for it through the environment (tests/helpers.py's ``gb_env``); `corpus` is
-the licence texts of tests/corpus copied into the test's folder. The plain helpers they use are in
-tests/helpers.py.
+configured for it through the environment (tests/support/helpers.py's ``gb_env``);
+`corpus` is the licence texts of tests/support/corpus copied into the test's folder. The
+plain helpers they use are in tests/support/helpers.py.
 """
 
 from __future__ import annotations
@@ -25,11 +25,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.helpers import CORPUS, CORPUS_DIR, configure
-from tests.llm_server import LLMServer
-from tests.netguard import loopback_only
+from tests.support.helpers import CORPUS, CORPUS_DIR, configure
+from tests.support.llm_server import LLMServer
+from tests.support.netguard import loopback_only
 
-NETGUARD = Path(__file__).parent / "netguard"
+NETGUARD = Path(__file__).parent / "support" / "netguard"
 # No test may reach a network beyond loopback, whatever the code does with its endpoints.
 loopback_only.install()
 
@@ -85,7 +85,7 @@ def gb_process() -> Callable[..., subprocess.CompletedProcess[bytes]]:
 
 @pytest.fixture
 def server() -> Iterator[LLMServer]:
-    """A test LLM server of this test's own (tests/llm_server.py), on a free port; gb is
+    """A test LLM server of this test's own (tests/support/llm_server.py), on a free port; gb is
     not pointed at it (see `online`)."""
     with LLMServer() as srv:
         yield srv
@@ -101,7 +101,7 @@ def online(server: LLMServer, monkeypatch: pytest.MonkeyPatch) -> LLMServer:
 
 @pytest.fixture
 def corpus() -> list[str]:
-    """The licence texts helpers.CORPUS (shipped in tests/corpus) copied into the test's
+    """The licence texts helpers.CORPUS (shipped in tests/support/corpus) copied into the test's
     folder, by their names."""
     for name in CORPUS:
         shutil.copy(CORPUS_DIR / name, name)

@@ -19,7 +19,7 @@ from gligabao.remember.resolve import Extraction, Plan, Ref
 from gligabao.store import Connection, artifacts, graph, vectors
 from gligabao.store.db import transaction
 
-# Test-only, for tests/test_batch_processes.py, which kills -9 a run at exact points of
+# Test-only, for tests/remember/test_batch_processes.py, which kills -9 a run at exact points of
 # its store phase: GB_TEST_PAUSE_AT="POINT" or "POINT:CHUNK" stops the run the first time
 # a piece (chunk index CHUNK; any, without it) reaches POINT: it writes "POINT:CHUNK:DOC"
 # to the file GB_TEST_PAUSE_FILE and waits, the whole process still, while that file
