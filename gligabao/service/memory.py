@@ -48,8 +48,7 @@ if TYPE_CHECKING:
     from gligabao.service.sync import Sync
     from gligabao.store.datasets import Dataset
     from gligabao.store.forget import ForgetReport
-    from gligabao.store.stats import Stats
-    from gligabao.store.vectors import VecIndexStats
+    from gligabao.store.stats import Stats, VecIndexStats
 
 __all__ = ["Memory", "Remembered", "Why"]
 

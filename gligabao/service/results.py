@@ -15,8 +15,7 @@ from gligabao.service.preview import Preview
 from gligabao.service.searching import Hits
 from gligabao.service.sync import Sync
 from gligabao.store.forget import ForgetReport
-from gligabao.store.stats import Stats
-from gligabao.store.vectors import VecIndexStats
+from gligabao.store.stats import Stats, VecIndexStats
 
 __all__ = [
     "Entity",

@@ -1,4 +1,4 @@
-"""Counts for `gb stats` (SPEC Q1): what the file holds, for one dataset or all."""
+"""Counts for `gb stats` and `gb vec-stats`: what the database holds, for one dataset or all."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from gligabao.store.connection import Connection
 from gligabao.store.db import query_one
 from gligabao.store.facts import CURRENT
 
-__all__ = ["Stats", "stats"]
+__all__ = ["Stats", "VecIndexStats", "stats"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,25 @@ def stats(conn: Connection, dataset_id: int | None = None) -> Stats:
     row = query_one(conn, _SQL.format(a=where, current=CURRENT), {"d": dataset_id})
     assert row is not None
     return Stats(**row)
+
+
+@dataclass(frozen=True)
+class VecIndexStats:
+    """What a vector index holds against what it should hold (the seed's VectorStats).
+
+    `held` counts rows with a vector, `vectors` the vectors (more than held where chunks
+    were embedded as pieces); `pending` rows are not embedded yet on purpose (their
+    document still has 'embed' in gb_artifacts.pending); `missing` ones should have a
+    vector and have none; `orphans` are vectors whose row is gone. A healthy index has
+    held == should - pending.
+    """
+
+    index: str
+    table: str
+    exists: bool
+    held: int
+    should: int
+    pending: int
+    missing: int
+    orphans: int
+    vectors: int = 0

@@ -178,7 +178,7 @@ def test_html_is_recognised_by_its_name_or_its_first_bytes() -> None:
 def test_without_markdownify_a_page_is_refused_with_what_to_install() -> None:
     code = (
         "import sys; sys.modules['markdownify'] = None\n"
-        "from gligabao.read.documents import read_documents\n"
+        "from gligabao.read.formats import read_documents\n"
         "try:\n"
         "    read_documents('a.html', b'<p>hi</p>')\n"
         "except Exception as exc:\n"

@@ -164,7 +164,7 @@ def test_without_pypdfium2_a_pdf_is_refused_with_what_to_install() -> None:
     code = (
         "import sys; sys.modules['pypdfium2'] = None\n"
         "from gligabao.errors import InputError\n"
-        "from gligabao.read.documents import read_documents\n"
+        "from gligabao.read.formats import read_documents\n"
         "try:\n"
         f"    read_documents('a.pdf', open({REAL_PDFS[1]!r}, 'rb').read())\n"
         "except InputError as exc:\n"

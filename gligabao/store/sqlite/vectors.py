@@ -43,12 +43,12 @@ from typing import NamedTuple
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, scalar, transaction, write
 from gligabao.store.sqlite.connect import table_exists
+from gligabao.store.stats import VecIndexStats
 
 __all__ = [
     "INDEXES",
     "QUANTIZED",
     "Neighbor",
-    "VecIndexStats",
     "VectorRow",
     "artifact_vectors",
     "bits_table_name",
@@ -139,28 +139,6 @@ class VectorRow:
 class Neighbor(NamedTuple):
     vector_id: str
     distance: float
-
-
-@dataclass(frozen=True)
-class VecIndexStats:
-    """What a vector index holds against what it should hold (the seed's VectorStats).
-
-    `held` counts rows with a vector, `vectors` the vectors (more than held where chunks
-    were embedded as pieces); `pending` rows are not embedded yet on purpose (their
-    document still has 'embed' in gb_artifacts.pending); `missing` ones should have a
-    vector and have none; `orphans` are vectors whose row is gone. A healthy index has
-    held == should - pending.
-    """
-
-    index: str
-    table: str
-    exists: bool
-    held: int
-    should: int
-    pending: int
-    missing: int
-    orphans: int
-    vectors: int = 0
 
 
 def _check_index(index_name: str) -> None:
