@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gligabao.chunk import ChunkSettings
-from gligabao.chunk.chat import ChatWindows
+from gligabao.chunk.conversation import ChatWindows
 from gligabao.read.formats import read_documents
 from gligabao.remember.cut import cut_document
 

@@ -50,14 +50,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gligabao' has no attribute {name!r}")
-    import importlib
+    # The helper is imported here, at the first look-up, not above: `import gligabao`
+    # loads no module of the package.
+    from gligabao.base.lazy import exports
 
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # once: later look-ups do not come here
-    return value
+    return exports(__name__, _LAZY)[0](name)
 
 
 def __dir__() -> list[str]:

@@ -10,29 +10,25 @@ for the settings' classes, the token counter and text.py's patterns.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gligabao.base.lazy import exports
 
 if TYPE_CHECKING:
     from gligabao.chunk.cutting import ChunkSettings, Cut, cut, mode_for
     from gligabao.chunk.text import Chunk, Splitter, overlap_budget, split_text
     from gligabao.chunk.tokens import ESTIMATOR, Estimator, Tokenizer, get_tokenizer
 
-# "chat" cuts a chat export in windows of messages (gligabao.read.documents, chunk/chat.py).
+# "chat" cuts a chat export in windows of messages (gligabao.read.documents, chunk/conversation.py).
 MODES = ("auto", "text", "markdown", "code", "chat")
 
 _HOME = {
-    **dict.fromkeys(("ChunkSettings", "Cut", "cut", "mode_for"), "cutting"),
-    **dict.fromkeys(("Chunk", "Splitter", "overlap_budget", "split_text"), "text"),
-    **dict.fromkeys(("ESTIMATOR", "Estimator", "Tokenizer", "get_tokenizer"), "tokens"),
+    **dict.fromkeys(("ChunkSettings", "Cut", "cut", "mode_for"), "gligabao.chunk.cutting"),
+    **dict.fromkeys(("Chunk", "Splitter", "overlap_budget", "split_text"), "gligabao.chunk.text"),
+    **dict.fromkeys(
+        ("ESTIMATOR", "Estimator", "Tokenizer", "get_tokenizer"), "gligabao.chunk.tokens"
+    ),
 }
-
-
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:
-        raise AttributeError(f"module 'gligabao.chunk' has no attribute {name!r}")
-    return getattr(importlib.import_module(f"gligabao.chunk.{home}"), name)
 
 
 __all__ = [
@@ -50,3 +46,5 @@ __all__ = [
     "overlap_budget",
     "split_text",
 ]
+
+__getattr__, __dir__ = exports(__name__, _HOME, listed=__all__)

@@ -12,9 +12,9 @@ should not pay.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gligabao.base.lazy import exports
 from gligabao.base.redact import scrub
 from gligabao.llm.endpoint import EMBED_STAGE, Flight, LLMError
 
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # Names loaded on first use, by module: `gb search` embeds its query with endpoint and
 # query alone, and needs neither the stage prompts nor the schemas (~3 ms of regexes).
 _LAZY = {
-    **dict.fromkeys(("LLM", "Answer", "Embeddings", "Inference"), "client"),
+    **dict.fromkeys(("LLM", "Answer", "Embeddings", "Inference"), "gligabao.llm.client"),
     **dict.fromkeys(
         (
             "ChatRequest",
@@ -43,9 +43,11 @@ _LAZY = {
             "resolve_request",
             "summarize_chunk_request",
         ),
-        "prompts",
+        "gligabao.llm.prompts",
     ),
-    **dict.fromkeys(("SchemaMismatch", "load_answer", "parse_lenient", "validate"), "schema"),
+    **dict.fromkeys(
+        ("SchemaMismatch", "load_answer", "parse_lenient", "validate"), "gligabao.llm.schema"
+    ),
 }
 
 __all__ = [
@@ -70,7 +72,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"gligabao.llm.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'gligabao.llm' has no attribute {name!r}")
+__getattr__, __dir__ = exports(__name__, _LAZY, listed=__all__)

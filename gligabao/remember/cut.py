@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gligabao.chunk import Chunk, ChunkSettings, Cut, cut
-from gligabao.chunk.chat import ChatWindows, chat_chunks
+from gligabao.chunk.conversation import ChatWindows, chat_chunks
 from gligabao.read.documents import FormattedDocument, Location, describe
 from gligabao.read.sources import Source
 

@@ -45,7 +45,9 @@ NEW = Ref("new")
 
 
 @dataclass(frozen=True, slots=True)
-class Entity:
+class ExtractedEntity:
+    """An entity as one chunk's extraction gave it, before it is matched to a stored one."""
+
     name: str
     type: str
     summary: str
@@ -53,7 +55,9 @@ class Entity:
 
 
 @dataclass(frozen=True, slots=True)
-class Edge:
+class ExtractedEdge:
+    """A fact as one chunk's extraction gave it, its ends indexes into that chunk's entities."""
+
     source: int  # index into the chunk's entities
     target: int
     relation: str
@@ -67,13 +71,13 @@ class Edge:
 class Extraction:
     """One chunk's graph, cleaned: entities unique by name and type, edges by index."""
 
-    entities: list[Entity]
-    edges: list[Edge]
+    entities: list[ExtractedEntity]
+    edges: list[ExtractedEdge]
     unreadable_dates: int = 0  # given by the LLM but no date ("last March"): stored unknown
 
     @classmethod
     def from_answer(cls, value: dict[str, Any]) -> Extraction:
-        entities: list[Entity] = []
+        entities: list[ExtractedEntity] = []
         seen: dict[tuple[str, str], int] = {}
         by_name: dict[str, int] = {}
 
@@ -85,13 +89,13 @@ class Extraction:
             key = (norm, type_)
             if key not in seen:
                 seen[key] = len(entities)
-                entities.append(Entity(name.strip(), type_, summary.strip(), norm))
+                entities.append(ExtractedEntity(name.strip(), type_, summary.strip(), norm))
             by_name.setdefault(norm, seen[key])
             return seen[key]
 
         for item in value.get("entities", ()):
             entity(item.get("name", ""), item.get("type", ""), item.get("summary", ""))
-        edges: list[Edge] = []
+        edges: list[ExtractedEdge] = []
         seen_edges: set[tuple[int, int, str, str]] = set()
         unreadable = 0
 
@@ -117,7 +121,7 @@ class Extraction:
                 continue
             seen_edges.add(key)
             edges.append(
-                Edge(
+                ExtractedEdge(
                     ends[0],
                     ends[1],
                     relation,
@@ -260,7 +264,7 @@ class Resolver:
 
     # ---- entities
 
-    def _entity(self, plan: Plan, i: int, entity: Entity) -> Ref | None:
+    def _entity(self, plan: Plan, i: int, entity: ExtractedEntity) -> Ref | None:
         earlier = self._doc_entities.get((entity.norm, entity.type))
         if earlier is not None:
             return Ref("doc", earlier)
@@ -296,7 +300,9 @@ class Resolver:
 
     # ---- edges
 
-    def _edge(self, plan: Plan, j: int, edge: Edge, key: tuple[str, str, str, str]) -> Ref | None:
+    def _edge(
+        self, plan: Plan, j: int, edge: ExtractedEdge, key: tuple[str, str, str, str]
+    ) -> Ref | None:
         ex = plan.extraction
         source, target = ex.entities[edge.source], ex.entities[edge.target]
         # The chunks before: the latest facts touching either end, newest first, down to
@@ -438,12 +444,12 @@ def apply_answer(batch: Batch, value: dict[str, Any]) -> None:
 
 
 def _entity_view(entity: Any) -> dict[str, Any]:
-    if isinstance(entity, Entity):
+    if isinstance(entity, ExtractedEntity):
         return {"name": entity.name, "type": entity.type, "summary": entity.summary}
     return {"name": entity["name"], "type": entity["type"], "summary": entity["summary"]}
 
 
-def _edge_view(edge: Edge, source: str, target: str) -> dict[str, Any]:
+def _edge_view(edge: ExtractedEdge, source: str, target: str) -> dict[str, Any]:
     return {
         "source": source,
         "target": target,

@@ -25,8 +25,7 @@ imports graph.py then), so a command loads the parts of the store it needs only.
 
 from __future__ import annotations
 
-from types import ModuleType
-
+from gligabao.base.lazy import exports
 from gligabao.store.connection import Connection
 from gligabao.store.db import integrity_problems, transaction
 from gligabao.store.errors import (
@@ -69,9 +68,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> ModuleType:  # `store.graph` after `from gligabao import store`
-    if name in _SUBMODULES:
-        import importlib
-
-        return importlib.import_module(_SUBMODULES[name])
-    raise AttributeError(f"module 'gligabao.store' has no attribute {name!r}")
+# `store.graph` after `from gligabao import store`, loaded then.
+__getattr__, __dir__ = exports(__name__, _SUBMODULES, listed=__all__)

@@ -1,4 +1,4 @@
-"""Chat exports (gligabao.read.chat) and their windows (gligabao.chunk.chat).
+"""Chat exports (gligabao.read.chat) and their windows (gligabao.chunk.conversation).
 
 Generated exports in the shapes ChatGPT, Claude and JSON Lines give them; property tests
 (hypothesis) for the windows' invariants over messages and for the branches of a tree.
@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from gligabao.chunk import ChunkSettings
-from gligabao.chunk.chat import ChatWindows, chat_chunks
+from gligabao.chunk.conversation import ChatWindows, chat_chunks
 from gligabao.errors import InputError
 from gligabao.read.documents import Message, describe
 from gligabao.read.formats import kind_of, read_documents
