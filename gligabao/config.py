@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gligabao.base.redact import mask, safe_url
 from gligabao.chunk import MODES
 from gligabao.errors import ConfigError, UsageError
 
@@ -170,6 +169,9 @@ class Config:
 
     def shown(self) -> list[tuple[str, Any, str]]:
         """(key, value, source) for `gb config`, secrets masked."""
+        # Here, not at the top: only `gb config` shows settings, and every command reads them.
+        from gligabao.base.redact import mask, safe_url
+
         rows = []
         for setting in SETTINGS:
             value = self.values[setting.key]

@@ -26,6 +26,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, before 3.12
 
+from gligabao import __version__
 from gligabao.base.redact import scrub
 from gligabao.errors import GbError, UsageError
 from gligabao.service.memory import Memory
@@ -38,7 +39,6 @@ from gligabao.service.results import (
     Stats,
     Why,
 )
-from gligabao.version import __version__
 
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_server", "parse_http", "serve"]
 

@@ -13,11 +13,11 @@ from typing import Any, TypeVar
 
 import typer
 
+from gligabao import __version__
 from gligabao.cli import signals
 from gligabao.config import Config, load_config
 from gligabao.errors import ExitCode, GbError, Interrupted, OutputClosed, OutputError
 from gligabao.service.memory import Memory
-from gligabao.version import __version__
 
 HELP = """\
 gb cuts documents into chunks, extracts a temporal knowledge graph from them with an

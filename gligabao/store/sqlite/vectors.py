@@ -38,12 +38,14 @@ import json
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, scalar, transaction, write
 from gligabao.store.sqlite.connect import table_exists
-from gligabao.store.stats import VecIndexStats
+
+if TYPE_CHECKING:
+    from gligabao.store.stats import VecIndexStats
 
 __all__ = [
     "INDEXES",
@@ -638,6 +640,9 @@ _SHOULD = {
 
 def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     """For each of the dataset's four indexes, what it holds and should hold."""
+    # Here, not at the top: a search, which imports this module, never counts.
+    from gligabao.store.stats import VecIndexStats
+
     out = []
     for index_name in INDEXES:
         name = table_name(dataset_id, index_name)
