@@ -9,7 +9,7 @@ splitter afresh, so no cache (semchunk's memoised counter, for one) carries over
 one run to the next.
 
 The markdown and Python corpora also get a table for our markdown and code modes
-(issue 5) against semantic-text-splitter's MarkdownSplitter / CodeSplitter and chonkie's
+against semantic-text-splitter's MarkdownSplitter / CodeSplitter and chonkie's
 CodeChunker, and the time of each mode over our text mode's on the same corpus.
 
 Run from the repository root::
@@ -51,9 +51,9 @@ CHUNK_CHARS = CHUNK_TOKENS * 4  # 4096: about 4 characters per token
 OVERLAP_CHARS = CHUNK_CHARS * OVERLAP_PERCENT // 100  # 819
 SLOW_RUN_S = 20.0  # a method whose warm-up run takes longer is timed over 3 runs only
 SLOW_RUNS = 3
-MARKDOWN_LIMIT = 3.0  # issue 5: our markdown mode at most 3x the time of our text mode
-# Issue 14: cut(mode=text) counts nothing split_text does not, and split_text is within
-# 1.6x one estimator pass over the prose corpus.
+MARKDOWN_LIMIT = 3.0  # our markdown mode at most 3x the time of our text mode
+# The chunker's speed targets: cut(mode=text) counts nothing split_text does not, and
+# split_text is within 1.6x one estimator pass over the prose corpus.
 CUT_LIMIT = 1.05
 FLOOR_LIMIT = 1.6
 
@@ -601,7 +601,8 @@ def time_method(
 def sanity_check(
     text: str, split_text: Callable[..., list], count: Callable[[str], int]
 ) -> list[str]:
-    """C5 checks on our chunks: exact slices (chars and UTF-8 bytes), size, full cover."""
+    """The chunking invariants on our chunks: exact slices (chars and UTF-8 bytes), size,
+    full cover."""
     problems: list[str] = []
     chunks = split_text(text, chunk_size=CHUNK_TOKENS, overlap_percent=OVERLAP_PERCENT)
     data = text.encode("utf-8")
@@ -630,10 +631,10 @@ def sanity_check(
 
 
 def paired_ratios(text: str, runs: int, methods: list[Method]) -> dict[str, float] | None:
-    """Issue 14's two ratios, each the median of per-round ratios: every round runs
-    split_text, cut(mode=text) and the floor one after another, so that on a busy machine
-    the three runs of a round see about the same load, which medians taken a method at a
-    time (minutes apart under a changing load) do not."""
+    """The two speed ratios we hold the chunker to, each the median of per-round ratios:
+    every round runs split_text, cut(mode=text) and the floor one after another, so that
+    on a busy machine the three runs of a round see about the same load, which medians
+    taken a method at a time (minutes apart under a changing load) do not."""
     by_name = {m.name: m.run for m in methods}
     try:
         split = by_name["ours: split_text"]
@@ -673,7 +674,7 @@ def print_table(
     paired: dict[str, float] | None = None,
 ) -> None:
     """One corpus's table; ``mode`` names a structure-aware table, whose "ours" row (and
-    so its ``x ours``) is that mode. ``paired`` (`paired_ratios`) gives issue 14's two
+    so its ``x ours``) is that mode. ``paired`` (`paired_ratios`) gives the two speed
     ratios; without it they are the ratios of the table's medians."""
     ours = next((r for r in results if r.name.startswith("ours")), None)
     floor = next((r for r in results if r.name.startswith("floor")), None)
@@ -789,7 +790,7 @@ def print_mode_vs_text(
     text = next(r for r in results if r.name.startswith("ours"))
     ours = next(r for r in mode_results if r.name.startswith("ours"))
     target = ""
-    if mode == "markdown":  # issue 5: markdown mode no more than 3x slower than text mode
+    if mode == "markdown":  # markdown mode no more than 3x slower than text mode
         target = (
             f"; target <= {MARKDOWN_LIMIT:.0f}x: {'PASS' if ratio <= MARKDOWN_LIMIT else 'FAIL'}"
         )

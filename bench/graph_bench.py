@@ -1,4 +1,4 @@
-"""Benchmark `gb facts` and `gb entity` on a large graph (issue 10): p50 and p95 latency.
+"""Benchmark `gb facts` and `gb entity` on a large graph: p50 and p95 latency.
 
 The script builds a database directly through the store (no LLM): `--entities` entities
 (default 20,000: 60% people, 25% companies, 15% places, named from word lists, each with

@@ -1,4 +1,4 @@
-"""Benchmark re-remembering a changed file (issue 17): what a one-paragraph edit costs.
+"""Benchmark re-remembering a changed file: what a one-paragraph edit costs.
 
 Two parts:
 
@@ -6,14 +6,15 @@ Two parts:
    three licences cut as text, two Node.js API references cut as text and as markdown),
    one paragraph at each of `--positions` places is edited in turn (a sentence added to
    it), the text cut again, and the new chunks matched to the old ones as `gb remember`
-   matches them (gligabao/pipeline/diff.py): by their whole text, or by their text after
+   matches them (gligabao/remember/diff.py): by their whole text, or by their text after
    the overlap. Printed: chunks, and the mean share that survive each way.
 2. **Calls and wall time.** A 100-chunk text (`--chunks`) is remembered with the real CLI
    (`python -m gligabao remember`, a subprocess) against the test LLM server of
    tests/support/llm_server.py in this process, `--latency` seconds a call; one paragraph in its
    middle is then replaced, and the new version remembered twice from copies of that
    database: as `gb remember` does now (the diff) and with `--force` (everything
-   extracted again, as before issue 17). Printed: requests by stage and wall time of each.
+   extracted again, as before changed files were diffed). Printed: requests by stage and
+   wall time of each.
 
 Run from the repository root::
 

@@ -1,7 +1,7 @@
 """Benchmark `gb remember` against the test LLM server: wall time beside the sequential design.
 
 The seed makes its LLM and embeddings calls one after another; `gb remember` overlaps
-them (SPEC R3, issue 3 item 8). This script measures how much that buys. It builds a
+them. This script measures how much that buys. It builds a
 document of real text that nobody on this team wrote (the licence texts under
 /usr/share/common-licenses, then the Debian `copyright` files under /usr/share/doc, each
 paragraph once), ending at a paragraph or word boundary such that `gligabao.chunk.cut`
@@ -19,7 +19,7 @@ From the server's records of every request it reports: the sequential design tim
 sum of every request's served duration, i.e. every call one after another: calls x
 latency plus serving time), wall / sequential, the peak of requests in flight, chat
 calls and embeddings requests per chunk. Two scenarios: the main one (`--chunks`,
-`--latency`; default 100 chunks at 300 ms per call) and the issue's "Done when" one (60
+`--latency`; default 100 chunks at 300 ms per call) and the target one (60
 chunks at 250 ms per call, with its three checks printed). `--compare-concurrency`
 adds runs of the main scenario at `--concurrency 1` (about 4 minutes more at the
 defaults). The test server
@@ -61,8 +61,8 @@ API_KEY = "sk-bench-not-a-real-key"
 CHAT_STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk")
 EMBED_STAGE = "embed"
 DONE_WHEN = {"chunks": 60, "latency": 0.25, "min_in_flight": 4, "max_ratio": 0.25, "max_cpc": 2.5}
-# Issue 14: wall within 1.10x the throughput bound (answered calls / concurrency x latency),
-# at each of these (chunks, seconds per call) and concurrencies (--bound).
+# The throughput target: wall within 1.10x the throughput bound (answered calls /
+# concurrency x latency), at each of these (chunks, seconds per call) and concurrencies (--bound).
 BOUND_LIMIT = 1.10
 BOUND_SCENARIOS = ((60, 0.25), (100, 0.3), (100, 1.0))
 BOUND_CONCURRENCY = (8, 32)
@@ -559,7 +559,8 @@ def run_scenario(
 
 
 def run_bound(args: argparse.Namespace, folder: Path, log: Any) -> list[tuple[Scenario, Run]]:
-    """Issue 14's matrix: the CLI at each BOUND_SCENARIOS x BOUND_CONCURRENCY, one run each."""
+    """The throughput-bound matrix: the CLI at each BOUND_SCENARIOS x BOUND_CONCURRENCY,
+    one run each."""
     from tests.support.llm_server import LLMServer
 
     rows = []
@@ -585,7 +586,7 @@ def run_bound(args: argparse.Namespace, folder: Path, log: Any) -> list[tuple[Sc
 def print_bound(rows: list[tuple[Scenario, Run]]) -> None:
     print()
     print(
-        f"== issue 14: gb remember (CLI) against its throughput bound "
+        f"== gb remember (CLI) against its throughput bound "
         f"(answered calls / concurrency x latency); target wall <= {BOUND_LIMIT:.2f}x bound"
     )
     headers = ["scenario", "conc", "calls", "bound s", "wall s", "wall/bound", "floor s"]
@@ -738,9 +739,9 @@ def print_scenario(sc: Scenario) -> None:
         print(f"  {r.label}: " + "; ".join(parts) + f"; exit {r.wall_s:.2f}")
     if sc.checks:
         what = (
-            "issue 3 Done when"
+            "the overlap targets"
             if sc.name == "done-when"
-            else "issue 3 Done-when thresholds, applied to this scenario"
+            else "the overlap targets' thresholds, applied to this scenario"
         )
         print(f"checks ({what}) on {sc.runs[0].label}:")
         for text, ok, value in sc.checks:
@@ -834,8 +835,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--bound",
         action="store_true",
-        help="only issue 14's matrix: the CLI at 60x250ms, 100x300ms, 100x1s, concurrency 8 "
-        "and 32, each against its throughput bound (about 2 minutes)",
+        help="only the throughput-bound matrix: the CLI at 60x250ms, 100x300ms, 100x1s, "
+        "concurrency 8 and 32, each against its throughput bound (about 2 minutes)",
     )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args(argv)

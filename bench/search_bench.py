@@ -19,7 +19,7 @@ Two figures per size:
   PYTHONDONTWRITEBYTECODE, as an installed gb runs.
 
 It prints p50 / p95 per size, the database size, the growth from the smallest size, and
-issue 14's targets as PASS/FAIL lines.
+the start-up and latency targets as PASS/FAIL lines.
 
 The vector side ranks the chunks through their one-bit companion table (store/sqlite/vectors.py,
 `knn`): a Hamming scan picks the candidates, ranked then by exact cosine. Per size the
@@ -483,7 +483,7 @@ def main() -> None:
 
 
 def targets(results: list, real: tuple[int, int, float] | None) -> None:
-    """Issue 14's targets, PASS/FAIL, for the sizes measured."""
+    """The start-up and latency targets, PASS/FAIL, for the sizes measured."""
     print()
     for n, _, t in results:
         version = t["command"]["baseline"]

@@ -1,7 +1,7 @@
 """The network side of a run: every LLM and embeddings call, recorded and never paid twice.
 
 Each answer is written to gb_inferences the moment it arrives, with the hash of its
-request (R11), in a short transaction of its own: a run that fails later keeps what it
+request, in a short transaction of its own: a run that fails later keeps what it
 paid for, and the next run of the same input finds the answer instead of asking again.
 A call whose answer was rejected is recorded too (without an answer), with what it cost.
 """
@@ -164,7 +164,7 @@ class Calls:
         self, call: Callable[[Flight], Awaitable[_T]], *, contained: bool = False
     ) -> _T:
         """`call`, carried on to its end if it is cancelled while its request is out: that
-        answer is paid for, so it is recorded, and a rerun reuses it (R11). A call not sent
+        answer is paid for, so it is recorded, and a rerun reuses it. A call not sent
         yet is simply dropped, and one carried on sends no further attempt. When one call
         fails for good, none of the others that has not sent yet is sent: the document has
         failed (unless the call is `contained`: its caller handles its failure)."""
@@ -220,7 +220,7 @@ class Calls:
         )
 
     async def _ask(self, request: ChatRequest, key: str, flight: Flight) -> Asked:
-        # The schema is billed as prompt too: sent with the request, or written into it (R10).
+        # The schema is billed as prompt too: sent with the request, or written into it.
         prompt = "\n".join([*(m["content"] for m in request.messages), json.dumps(request.schema)])
         model = self.llm.config.model_for(request.stage)
         answers, max_output = self.llm.chat_limits(request)
@@ -236,7 +236,7 @@ class Calls:
         return Asked(answer.value, inference_id, answer.inference.model, answer.inference.reasoning)
 
     async def embed(self, texts: list[str]) -> list[list[Float32]]:
-        """One embeddings request for all of ``texts`` (R5), recorded as an inference; each
+        """One embeddings request for all of ``texts``, recorded as an inference; each
         text's vectors as float32 arrays, as they are stored: one, or one a piece when the
         text is larger than the server reads (`embeddings.max_tokens`)."""
         if not texts:

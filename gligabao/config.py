@@ -54,7 +54,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "busy_timeout", float, 10.0, "seconds to wait for a database another process locks", 0, 3600
     ),
-    Setting("contextual", bool, False, "write a situating context for each chunk (X1)"),
+    Setting("contextual", bool, False, "write a situating context for each chunk"),
     Setting(
         "chat.window",
         str,
@@ -62,7 +62,8 @@ SETTINGS: tuple[Setting, ...] = (
         "a chat cut in 256-token windows of whole messages (multi) or a message a chunk",
         choices=("multi", "single"),
     ),
-    # Comma-separated; checked by pipeline.remember.parse_stages, which names the valid ones.
+    # Comma-separated; checked by gligabao.remember.document.parse_stages, which names the
+    # valid ones.
     Setting("stages", str, "graph,summaries,embed", "what gb remember does (or: embed)"),
     Setting("llm.base_url", str, None, "OpenAI-compatible endpoint; else OPENAI_BASE_URL"),
     Setting("llm.api_key_env", str, "OPENAI_API_KEY", "environment variable holding the key"),

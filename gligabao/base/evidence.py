@@ -1,5 +1,5 @@
-"""Evidence, to the line: where a chunk states a fact (seed 001, "a chunk has to point
-home": offsets are carried, never recovered by searching the whole document).
+"""Evidence, to the line: where a chunk states a fact (a chunk has to point home: offsets
+are carried, never recovered by searching the whole document).
 
 The extraction gives each fact a short quote of its chunk. `locate_quote` finds it in the
 chunk's exact text, as given first, then tolerantly (any run of whitespace for a space,

@@ -20,7 +20,8 @@ def mask(secret: str) -> str:
 
 
 def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
-    """`text` with every secret, bearer token and OpenAI-style key masked (R9)."""
+    """`text` with every secret, bearer token and OpenAI-style key masked, so none reaches
+    the database, a trace, a log or an error message."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "****")

@@ -1,7 +1,7 @@
 """Cutting texts into chunks: token counting, the cut itself, and its settings.
 
 `cut(text, settings)` is what `gb remember` and `gb chunk-preview` both use:
-it decides whether a text is chunked at all (SPEC C3) and, if so, how.
+it decides whether a text is chunked at all (only when larger than a chunk) and, if so, how.
 
 Every name loads on first use, from the module that holds it (cutting.py, tokens.py,
 text.py): gligabao.config reads only MODES, and a `gb search` would otherwise pay ~5 ms

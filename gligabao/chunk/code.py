@@ -1,4 +1,4 @@
-"""`split_code`: cut source code along its structure (SPEC C6, ``--mode code``).
+"""`split_code`: cut source code along its structure (``--mode code``).
 
 Python is cut along its syntax tree (the standard ``ast``). The *units* are the
 top-level statements: a def or class with the decorators and the contiguous
@@ -14,7 +14,7 @@ than a chunk is handled by what it is:
   ``class`` line gets that line as its ``context``;
 - a function (or any other statement) is cut as a region of its own, at the
   boundaries of the statements of its body (a nested def that fits stays whole),
-  a statement still larger at blank lines, then at line breaks, then as C4 says
+  a statement still larger at blank lines, then at line breaks, then as in text mode
   (words, pieces). Its chunks after the first get the ``def`` line (and the
   ``class`` lines around it) as their ``context``;
 - a compound statement holding defs or classes (``if TYPE_CHECKING:``,

@@ -1,9 +1,9 @@
-"""Chat transcripts cut in windows of whole messages (seed 001).
+"""Chat transcripts cut in windows of whole messages.
 
 ``multi`` (the default) packs whole messages into windows of ``size`` tokens, each
 window but the first opening with the last whole messages of the one before, at most
 ``overlap`` tokens of them; ``single`` makes each message a chunk, no overlap. A
-message larger than a window is cut as text (paragraphs, sentences, words: SPEC C4),
+message larger than a window is cut as text (paragraphs, sentences, words),
 its pieces overlapping within it only. So every chunk starts and ends on message
 bounds unless it is a piece of a message larger than a window, and no chunk repeats
 more than ``overlap`` tokens of the one before.

@@ -91,7 +91,7 @@ def mode_for(path: str | None, mode: str) -> str:
 
 
 def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
-    """Chunk ``text`` if it is larger than ``settings.chunk_size`` tokens (SPEC C3), in
+    """Chunk ``text`` if it is larger than ``settings.chunk_size`` tokens, in
     the mode the settings (and, for ``auto``, the file name ``path``) call for."""
     from gligabao.chunk.text import Splitter, text_chunks
 

@@ -1,4 +1,4 @@
-"""`split_markdown`: cut markdown along its structure (SPEC C6, ``--mode markdown``).
+"""`split_markdown`: cut markdown along its structure (``--mode markdown``).
 
 The structure comes from markdown-it-py (CommonMark with GFM tables). The cut:
 
@@ -11,7 +11,7 @@ The structure comes from markdown-it-py (CommonMark with GFM tables). The cut:
 - within a section the units are its blocks: paragraphs, a list or block quote
   that fits in a chunk (else its items and their blocks, recursively), fenced and
   indented code blocks, HTML blocks, tables, h4-h6 headings; a heading is packed
-  with the block after it. Units are packed as in C4, with overlap within the
+  with the block after it. Units are packed as in text mode, with overlap within the
   section; the first chunk of a section has no overlap. A section that fits in a
   chunk is one chunk;
 - a fenced code block that fits in a chunk is never cut: no chunk, overlap
@@ -161,7 +161,7 @@ def split_markdown(
 ) -> list[Chunk]:
     """Cut markdown ``text`` into chunks of at most ``chunk_size`` tokens by its sections.
 
-    Every chunk is still an exact slice of ``text`` (SPEC C5); ``section``,
+    Every chunk is still an exact slice of ``text``; ``section``,
     ``anchor`` and ``context`` say where it sits (see the module docstring). A
     chunk's ``tokens`` count its text only: what is embedded, ``context + text``,
     can be larger than ``chunk_size`` by the context (a short section path, and a

@@ -1,4 +1,4 @@
-"""`split_text`: cut a text into overlapping chunks exactly as SPEC C4.
+"""`split_text`: cut a text into overlapping chunks: paragraphs, then sentences, then words.
 
 Every chunk is the slice ``text[chunk.start:chunk.end]`` (character offsets);
 ``start_offset`` and ``end_offset`` are the same bounds as UTF-8 byte offsets.
@@ -95,7 +95,7 @@ def split_text(
 
     The first chunk starts at 0 and the last ends at ``len(text)``; a text that
     fits in one chunk comes back as one chunk, an empty one as none. Whether a
-    text should be chunked at all (SPEC C3) is for ``gligabao.chunk.cut``.
+    text should be chunked at all is for ``gligabao.chunk.cut``.
     """
     splitter = Splitter(
         text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
@@ -170,7 +170,7 @@ class Splitter:
 
         The units are ``blocks`` (byte spans inside the region, in order, whitespace
         between them) or, when None, the region's paragraphs; a unit larger than a
-        chunk is split as C4 says (sentences, then words, then pieces). Chunks repeat
+        chunk is split as in text mode (sentences, then words, then pieces). Chunks repeat
         the end of the previous one within the region only, unless ``overlap`` is off.
 
         ``atoms`` (byte spans in order, not overlapping, each starting and ending at a
@@ -275,7 +275,7 @@ class _Units:
         self.tokens += tokens
 
     def block(self, start: int, end: int) -> None:
-        """One unit given by a structure-aware mode; split as C4 if larger than a chunk."""
+        """One unit given by a structure-aware mode; split as in text mode if larger."""
         self._paragraph(start, end, self.data[start:end])
 
     def _add(self, start: int, end: int, tokens: int) -> None:
@@ -471,7 +471,7 @@ def _exact_overlap(
 def _overlap_start(
     data: bytes, units: _Units, counter: SpanCounter, prev_first: int, first: int, room: int
 ) -> tuple[int, int | None]:
-    """Where chunk ``first`` starts: SPEC C4 step 4 (whole units, else words, else none),
+    """Where chunk ``first`` starts: its overlap (whole units, else words, else none),
     and the tokens of its units from there, where they are known without a count."""
     starts, tokens = units.starts, units.tokens
     if room <= 0:

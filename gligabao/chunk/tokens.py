@@ -1,4 +1,4 @@
-"""Counting tokens: the default estimator (SPEC C1) and exact tiktoken counts.
+"""Counting tokens: the default estimator and exact tiktoken counts.
 
 A `Tokenizer` is anything with a `name` and `count(text) -> int`. The chunker
 asks one more thing of it, `additive`: whether counts add up when a text is cut
@@ -83,7 +83,7 @@ class Tokenizer(Protocol):
 
 
 class Estimator:
-    """SPEC C1: letters /4, digits /3 (ceil per run), other non-whitespace 1, whitespace 0."""
+    """Letters /4, digits /3 (ceil per run), other non-whitespace 1, whitespace 0."""
 
     name = "estimator"
     additive = True

@@ -1,5 +1,5 @@
 """`gb export`: the graph of a dataset, to standard output or a file, as JSON Lines,
-GraphML or CSV (gligabao/export.py).
+GraphML or CSV (gligabao/graph/export.py).
 
 It only reads: it opens the database without creating one (exit 6 when there is none).
 """

@@ -45,8 +45,8 @@ def facts_command(
 
     The facts of a dataset: current ones, newest first, each with where it is stated.
 
-    With QUERY, facts are searched by BM25 and by meaning (their vectors), fused as
-    gb search does; BM25 alone without vectors or an embeddings endpoint. A fact is
+    With QUERY, facts are searched by BM25 and by meaning (their vectors), fused by
+    reciprocal rank; BM25 alone without vectors or an embeddings endpoint. A fact is
     current when nothing closed it; --at asks what was true then, --known-at what the
     graph held then, --all shows closed facts too.
 

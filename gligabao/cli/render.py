@@ -621,7 +621,7 @@ _BAR = 24  # the bar's width in cells
 
 class BatchProgress:
     """One live line on stderr, only on a terminal: a bar of chunks done of the batch's
-    (see pipeline/progress.py), files done, calls out, tokens, cost and time left.
+    (see remember/progress.py), files done, calls out, tokens, cost and time left.
 
     While it shows, everything printed (results on stdout, messages on stderr) goes above
     it, and at the end it is removed, leaving only what was printed."""
@@ -707,7 +707,7 @@ _WORD = re.compile(r"\w+")
 
 def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
     """Each hit: its number, path:LINE-LINE, section, score and ranks, then the lines that
-    best match the query (see snippet.py), or with `full` its whole text and summary, the
+    best match the query (see base/snippet.py), or with `full` its whole text and summary, the
     query's words highlighted."""
     from gligabao.base.snippet import query_words, snippet, word_pattern
 

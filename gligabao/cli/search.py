@@ -1,4 +1,5 @@
-"""`gb search QUERY`: BM25 and vector search over a dataset, fused by reciprocal rank."""
+"""`gb search QUERY`: BM25 and vector search over a dataset, fused by their normalised
+scores mixed by a weight (by reciprocal rank with `search.fusion = "rrf"`)."""
 
 from __future__ import annotations
 

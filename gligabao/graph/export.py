@@ -1,4 +1,4 @@
-"""The graph of a dataset, exported (issue 10): its entities and facts, every temporal
+"""The graph of a dataset, exported: its entities and facts, every temporal
 field of each fact and where it is stated, as JSON Lines, GraphML or two CSV files.
 
     from gligabao.graph.export import export

@@ -1,4 +1,4 @@
-"""The graph, read back (issue 10): facts with their time filters and the evidence that
+"""The graph, read back: facts with their time filters and the evidence that
 states each, to the line.
 
     from gligabao.graph.queries import facts, find_entities
@@ -9,7 +9,8 @@ states each, to the line.
 A fact is `current` when nothing closed it and no end it was given has passed; `--at`
 asks what was true at a time (valid time), `--known-at` what the graph held then
 (transaction time). With a query, facts are searched by BM25 over their texts and KNN over
-the dataset's edge vectors, fused by reciprocal rank as `gb search` fuses chunks.
+the dataset's edge vectors, always fused by reciprocal rank (`gb search` fuses chunks by
+convex combination by default; `search.fusion` does not apply here).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 
 from gligabao.base.lines import lines_between, newline_offsets
 from gligabao.errors import GbError
+from gligabao.read.documents import cite_described
 from gligabao.search.hybrid import Vector, VectorSide, fuse
 from gligabao.store import Connection, vectors
 from gligabao.store import facts as store_facts
@@ -87,8 +89,6 @@ class Evidence:
         """`path:LINE` or `path:LINE-LINE`, as a shell user quotes a place in a file; a
         PDF's pages (`path p.12-13`) or a chat's messages (`path msgs 14-19`) instead."""
         if self.locations:
-            from gligabao.read.documents import cite_described  # the readers' imports: only now
-
             return cite_described(self.source or f"document {self.document_id}", self.locations)
         lines = f"{self.line_start}" + (
             f"-{self.line_end}" if self.line_end != self.line_start else ""

@@ -4,7 +4,7 @@ streamed answers (streaming) and embeddings inputs cut to what the server takes 
 one query's embedding without the SDK (query), answers (schema).
 
 Nothing here touches the database; each call returns an `Inference` for the pipeline to
-record, with the request's hash so a stored answer can be reused (SPEC R11). The names
+record, with the request's hash so a stored answer can be reused. The names
 of the client, the prompts and the schemas load on first use: importing the ``openai``
 SDK takes ~0.45 s, which a command that makes no chat call (`gb search`, `gb list`)
 should not pay.

@@ -3,9 +3,9 @@
 `LLM` wraps the ``openai`` async client (OpenAI or any OpenAI-compatible server). It does
 its own retries (the SDK's are off) so that a 429's Retry-After pauses every request of
 the run, not only the one that got it, and so that a server without JSON-schema output
-(SPEC R10) switches this instance to prompt mode instead of failing. Nothing here touches
+switches this instance to prompt mode instead of failing. Nothing here touches
 the database: each call returns an `Inference` the pipeline records, with `request_hash`
-so it can look up an answer it already paid for before calling again (R11).
+so it can look up an answer it already paid for before calling again.
 
 Made for slow local servers too (llama.cpp, Ollama, LM Studio: a few slots, a queue that
 sends nothing): chat answers are streamed (`llm.stream`, streaming.py), so `llm.timeout`
@@ -63,7 +63,7 @@ from gligabao.llm.streaming import Assembled, NoEvents
 
 if TYPE_CHECKING:
     # The SDK is imported where a request is first made: its ~650 models take longer to
-    # import than a batch of unchanged files takes to check (issue 14).
+    # import than a batch of unchanged files takes to check.
     import openai
 
 __all__ = [
@@ -156,7 +156,7 @@ def output_limit(request: ChatRequest, reasoning: str) -> int:
 
 
 def _prompt_mode(request: ChatRequest) -> list[dict[str, str]]:
-    """R10: the schema goes into the system prompt when the server cannot enforce it."""
+    """Prompt mode: the schema goes into the system prompt when the server cannot enforce it."""
     rule = (
         "\n\nAnswer with one JSON object only, no prose and no code fences, matching this "
         f"JSON schema (every property is required):\n{_dump(request.schema)}"
@@ -208,7 +208,7 @@ class LLM:
 
         self.endpoints = Endpoints.from_config(config, env)
 
-        self._lenient = False  # R10: prompt mode, once the server refused a JSON schema
+        self._lenient = False  # prompt mode, once the server refused a JSON schema
         self._max_tokens_param = "max_completion_tokens"
         self._stream: bool = config["llm.stream"]  # off once the server refused to stream
         self._stream_usage = True  # stream_options.include_usage, until a server refuses it
@@ -428,7 +428,7 @@ class LLM:
         return assembled.done()
 
     def _adapt(self, err: LLMError, lenient: bool, sent: Mapping[str, Any]) -> bool:
-        """Whether a refusal of a request's shape was answered by changing it (R10).
+        """Whether a refusal of a request's shape was answered by changing it.
         Judged by what the refused request `sent`: requests in flight when the first
         refusal comes back are refused too, and must be sent again, not failed."""
         if err.status not in (400, 422):
@@ -819,7 +819,7 @@ def _plain_http_client(url: str) -> Any:
     """For a plain-HTTP endpoint (a local llama.cpp, Ollama, vLLM) reached with no proxy,
     the SDK's client over wire.plain_transport: no TLS context for the SDK to load its CA
     bundle into (~0.1 s before the first request) though no TLS connection is ever made,
-    and a fifth of the CPU a request (issue 14); else None, the SDK's own."""
+    and a fifth of the CPU a request; else None, the SDK's own."""
     if not plain_http(url):
         return None
     import importlib

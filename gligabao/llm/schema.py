@@ -96,7 +96,7 @@ _FENCE = re.compile(r"```[A-Za-z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 
 def parse_lenient(text: str) -> Any:
     """The outermost JSON object in a model's prose: a leading <think> block and code fences
-    are dropped first (R10). Raises ValueError when there is none."""
+    are dropped first. Raises ValueError when there is none."""
     text = _THINK.sub("", text, count=1)
     if "</think>" in text:  # an unclosed or repeated think block: keep what follows it
         text = text.rsplit("</think>", 1)[1]
@@ -153,6 +153,6 @@ def checked(request: ChatRequest, value: Any) -> dict[str, Any]:
 
 
 def load_answer(request: ChatRequest, text: str) -> dict[str, Any]:
-    """A stored answer (Inference.answer) parsed and validated again, for reuse (R11).
+    """A stored answer (Inference.answer) parsed and validated again, for reuse.
     Raises ValueError when it no longer fits: then call again."""
     return checked(request, parse_answer(text, lenient=True))

@@ -83,7 +83,7 @@ def plain_transport(httpx: Any) -> Any:
     plain-HTTP endpoint reached with no proxy (a local llama.cpp, Ollama, vLLM).
 
     httpcore's pool, its anyio streams and h11 took ~0.5 ms of CPU a request at 0 ms
-    latency (a fifth of a batch's CPU, issue 14); this sends each request in one write
+    latency (a fifth of a batch's CPU); this sends each request in one write
     and parses the answer's head and body itself. The SDK above it is unchanged: its
     request building, status errors and streams; failures are raised as httpx's own
     (ConnectError, ReadTimeout, RemoteProtocolError...), which it turns into

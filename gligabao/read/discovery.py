@@ -6,7 +6,7 @@ input later. The rules:
 - PATHs and `-` (standard input, at most once) are kept in the order given, each
   resolved path once. A name given explicitly (as an argument or in a
   ``--files-from`` list) is never filtered: a binary, hidden or missing file stays
-  an input, so that reading it gives `inputs.py`'s clear refusal. The one exception
+  an input, so that reading it gives `files.py`'s clear refusal. The one exception
   is an empty or whitespace-only file in a ``--files-from`` list, skipped as in a
   walk: every Python package has an empty ``__init__.py``, and a cron job that lists
   a package must not fail on it every night. Named as an argument it is refused.

@@ -21,7 +21,7 @@ def cut_document(
 ) -> tuple[Cut, list[list[Location]]]:
     """The chunks of ``doc`` and each chunk's locations. Chat is cut in ``windows``
     (default: multi-turn, 256 tokens, 32 overlap) and always chunked, a message being
-    the smallest unit cited; the others in their mode with ``settings`` (SPEC C3: a
+    the smallest unit cited; the others in their mode with ``settings`` (a
     text that fits in a chunk is not chunked, and cites all its locations)."""
     if doc.mode == "chat":
         windows = windows or ChatWindows(settings.chat_window, tokenizer=settings.tokenizer)

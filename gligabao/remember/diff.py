@@ -1,4 +1,4 @@
-"""Matching a changed file's new chunks to its stored version's (issue 17).
+"""Matching a changed file's new chunks to its stored version's.
 
 A new chunk whose text (with its context: section path, class line, table header) is a
 stored chunk's is that chunk again, and reuses all it was given. Where the edit moved a

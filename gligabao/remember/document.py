@@ -1,4 +1,4 @@
-"""`remember`: one document in, chunks, graph, summaries and vectors stored (SPEC R3).
+"""`remember`: one document in, chunks, graph, summaries and vectors stored.
 
     split -> fetch (concurrent) -> store the parent -> store each chunk, in order
 
@@ -11,8 +11,8 @@ database work only. A failure at chunk k leaves the parent and the chunks before
 stored; running the same input again finds the document by its sha256 and completes
 it from chunk k, cut with the settings it was first cut with, reusing every answer
 already paid for. A text already stored whole is `unchanged` and costs nothing.
-A changed file (issue 17) is cut anew and its chunks matched to its previous version's
-(pipeline/diff.py): a chunk that is one of them is copied with all it was given, no call
+A changed file is cut anew and its chunks matched to its previous version's
+(remember/diff.py): a chunk that is one of them is copied with all it was given, no call
 made; once the new version is whole, the facts only the old one stated are expired.
 Without an endpoint the text and its chunks are stored with the stages still to do
 marked on them, and a later run with one completes exactly those.
@@ -307,7 +307,7 @@ class _Run:
         # One moment per document: the stored valid_at / reference_time, and the reference
         # time in every extraction prompt. A rerun reads it back, from the stored parent or,
         # when nothing was stored, from the claim, so its requests hash the same and the
-        # answers already paid for are reused (R11).
+        # answers already paid for are reused (each is kept with its request's hash).
         self.valid_at = held.valid_at
         self.reference = held.reference_time
         stored = {}
@@ -472,7 +472,7 @@ class _Run:
 
     def _expire(self, document) -> None:
         """Once a new version is whole: the facts only the versions it replaced stated are
-        no longer stated, and expire (issue 17)."""
+        no longer stated, and expire."""
         replaced = versions.replaced_by(self.conn, document["id"])
         if replaced:
             reason = f"no longer stated in {self.stored_source}"
@@ -572,7 +572,7 @@ class _Run:
 
         async def contextualize(piece: Piece) -> None:
             # The whole document first, the chunk last: a provider's prompt cache then
-            # serves the document to every chunk after the first (X1).
+            # serves the document to every chunk after the first.
             asked = await ask(piece, contextualize_chunk_request(self.source.text, piece.text))
             piece.situating = asked.value["context"].strip()
             piece.situating_inference = asked.inference_id
@@ -636,8 +636,8 @@ class _Run:
                     raise ChunkFailed(
                         self.source.name, piece.index, max(n, 1), document["id"], str(exc)
                     ) from exc
-                # The trajectory tells each chunk's story in the order of R7, whenever its
-                # network answers actually arrived.
+                # The trajectory tells each chunk's story in the order `--trace` promises
+                # (candidates, embed, store), whenever its network answers actually arrived.
                 self.step(
                     "load_candidates",
                     f"{piece.plan.undecided} items left for the LLM{_of(piece, n)}",
@@ -692,7 +692,7 @@ class _Run:
         return asked.value
 
     async def _embed(self, piece: Piece) -> None:
-        """One request for everything a piece yields (R5); new items' vectors are kept."""
+        """One request for everything a piece yields; new items' vectors are kept."""
         keys, texts = [], []
         for i, entity in enumerate(piece.extraction.entities):
             keys.append(f"entity:{i}")
@@ -713,7 +713,7 @@ class _Run:
             )
         answered = dict(zip(keys, await self.calls.embed(texts), strict=True)) if texts else {}
         # The chunk keeps a vector per piece the server read (small-to-big retrieval:
-        # README, "Searching"); everything else one vector, the mean of its pieces'.
+        # docs/search.md, "The two methods"); everything else one vector, the mean of its pieces'.
         piece.vectors = {key: combine(vecs) for key, vecs in answered.items()}
         if "chunk" in answered:
             piece.vectors["chunk"] = answered["chunk"]
@@ -782,7 +782,7 @@ class _Run:
 # The documents of a batch are fetched at once, but stored one at a time per dataset:
 # a document's facts are resolved against the graph as the documents stored before it
 # left it, so two documents in flight that contradict each other are resolved as if
-# remembered one after the other, in any order (README "Reading the graph").
+# remembered one after the other, in any order (docs/usage.md, "`gb facts`").
 _turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
     weakref.WeakKeyDictionary()
 )
@@ -794,8 +794,9 @@ def _store_turn(dataset_id: int) -> asyncio.Lock:
 
 
 def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[str, Any]:
-    """The R7 object. What this run wrote comes from ``written``; chunks stored by an
-    earlier run (a resumed or unchanged document) are read back from the database."""
+    """The response object of `--json`. What this run wrote comes from ``written``; chunks
+    stored by an earlier run (a resumed or unchanged document) are read back from the
+    database."""
     entities: dict[int, dict[str, Any]] = {}
     edges: dict[int, dict[str, Any]] = {}
     invalidated: list[dict[str, Any]] = []

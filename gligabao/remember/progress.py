@@ -18,7 +18,7 @@ from typing import Any
 
 # Steps of the remember pipeline (its trajectory) that move a chunk forward.
 _CUT, _ANSWERED, _STORED = "chunk_text", "extract_graph", "store_artifact"
-_REUSED = "reuse"  # a chunk of the file's previous version, copied whole: no call (issue 17)
+_REUSED = "reuse"  # a chunk of the file's previous version, copied whole: no call
 # How fast the rate forgets: an answer burst moves it, a pause of a few seconds does not.
 _SMOOTHING_S = 20.0
 _SAMPLE_S = 1.0  # the rate is sampled at most this often

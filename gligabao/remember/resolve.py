@@ -1,4 +1,4 @@
-"""Resolution (SPEC R4): which extracted entities and facts are already known.
+"""Resolution: which extracted entities and facts are already known.
 
 Everything a chunk is compared against is known once every chunk is extracted: the
 stored graph, and what the chunks before it in the same document extracted. So the

@@ -1,4 +1,4 @@
-"""The in-sync check (SPEC Q3): are a file's stored chunks what it would be cut into now?
+"""The in-sync check: are a file's stored chunks what it would be cut into now?
 
 A file is `in sync` when its latest stored version has the file's current content and
 its chunks are exactly those the current settings cut from it; `changed` when the
@@ -9,7 +9,7 @@ remembered from a folder that is gone from it is `deleted` (`gb status -r`, `gb 
 -r`); `gb remember -r --prune` marks its document removed and expires its facts (`prune`).
 
 The same check tells `gb chunk-preview --json` whether the chunks it previews are the
-ones stored, so it can show each one's Contextual Retrieval context (X1):
+ones stored, so it can show each one's Contextual Retrieval context:
 `stored_contexts`, which reads an existing database and never creates or changes one.
 """
 
@@ -74,7 +74,7 @@ def _changed(
     conn: Connection, document: dict[str, Any], source: Source, settings: ChunkSettings
 ) -> str:
     """What remembering a changed file would cost: its chunks that are not stored ones
-    (issue 17: only those are extracted again)."""
+    (only those are extracted again)."""
     said = "the file's content differs"
     result = cut_source(source, settings)
     if not result.chunks or not document["chunk_count"] or document["status"] != "complete":

@@ -58,7 +58,7 @@ class Piece:
     extraction: Extraction | None = None
     summary: str | None = None
     summary_inference: int | None = None
-    situating: str | None = None  # Contextual Retrieval's context, when asked for (X1)
+    situating: str | None = None  # Contextual Retrieval's context, when asked for
     situating_inference: int | None = None
     plan: Plan | None = None
     # Its chunk vectors are stored already (an embed-only run): completing it embeds only

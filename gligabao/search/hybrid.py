@@ -1,4 +1,4 @@
-"""Search a dataset (SPEC Q2): BM25 over the keyword index, KNN over the vector indexes,
+"""Search a dataset: BM25 over the keyword index, KNN over the vector indexes,
 fused (Fusion).
 
 What is searched: chunks (as embedded: context first, each piece the embedding model
@@ -12,8 +12,8 @@ both methods (_score_the_rest), each method's scores are normalised by their
 distribution (mean ± 3 standard deviations mapped to 0..1, clipped), and an entry scores
 w * vector + (1 - w) * bm25. Unlike reciprocal rank fusion (sum 1 / (rrf_k + rank),
 `search.fusion = "rrf"`), which gives a weak retriever the same vote as a strong one,
-the scores keep how clearly each method prefers a candidate. The README ("Searching, and
-measuring retrieval") has the measurements; `gb eval --tune` learns w per dataset.
+the scores keep how clearly each method prefers a candidate. docs/search.md ("Measured
+quality") has the measurements; `gb eval --tune` learns w per dataset.
 """
 
 from __future__ import annotations

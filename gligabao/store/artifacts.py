@@ -1,9 +1,10 @@
-"""Artifacts: documents (parents), their chunks, and the chunks' summaries (seed 000).
+"""Artifacts: documents (parents), their chunks, and the chunks' summaries.
 
 The chain is document -> chunk -> summary, by parent_id with ON DELETE CASCADE. A chunk
 copies its document's kind, session, valid_at and created_at; a summary copies its
 chunk's. A chunk's stored `text` is the exact slice of the document; what is embedded
-and keyword-indexed is `embedded_text(text, context)`, the context first (C6, X1).
+and keyword-indexed is `embedded_text(text, context)`, the context first (section path,
+table header, situating context).
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ __all__ = [
 ]
 
 SUMMARY_KIND = "chunk_summary"
-CONTEXT_KIND = "chunk_context"  # Contextual Retrieval (X1): situates a chunk in its document
+CONTEXT_KIND = "chunk_context"  # Contextual Retrieval: situates a chunk in its document
 DERIVED_KINDS = (SUMMARY_KIND, CONTEXT_KIND)  # written by the pipeline about a chunk, only
 
 # A document's state, the one word every command shows for it (list, show, stats).
@@ -382,7 +383,7 @@ def find_document(
     conn: Connection, dataset_id: int, sha256: str, *, status: str | None = None
 ) -> dict[str, Any] | None:
     """The latest document of the dataset with this content hash, not superseded;
-    `status='complete'` finds only one remembered whole (R8's "unchanged")."""
+    `status='complete'` finds only one remembered whole (a batch skips it as "unchanged")."""
     return _row(
         conn,
         """SELECT * FROM gb_artifacts

@@ -5,7 +5,7 @@ the same content meanwhile (a second cron process, the same file under two names
 the claim held and waits for it to end, then finds the document stored whole: one
 document, one set of facts, nothing paid twice. The claim also keeps the run's moment
 (valid_at, reference_time): a rerun after a failure that stored nothing writes the same
-prompts, so the answers already paid for are found by their request hash (R11).
+prompts, so the answers already paid for are found by their request hash.
 
 A claim is held by an owner "host:pid:token" and renewed (`heartbeat_at`) while its run
 works; one whose process is gone (on this host) or, from another host, that has not

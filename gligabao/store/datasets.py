@@ -96,7 +96,7 @@ def get_or_create_dataset(conn: Connection, name: str) -> Dataset:
     if not name or not name.strip():
         raise ValueError("a dataset name cannot be empty")
     # Read first: a batch asks once a file, and a write transaction each time would cost
-    # a BEGIN IMMEDIATE and a COMMIT for nothing (issue 14).
+    # a BEGIN IMMEDIATE and a COMMIT for nothing.
     found = find_dataset(conn, name)
     if found is not None:
         return found

@@ -1,4 +1,4 @@
-"""Reading the graph back (issue 10): facts with their time filters, the evidence of each,
+"""Reading the graph back: facts with their time filters, the evidence of each,
 entities and their neighbours. Only SELECTs: every command built on this reads.
 
 Times are compared as instants (SQLite's julianday), not as text, so that "2024-01-01",
@@ -149,7 +149,7 @@ def evidence(conn: Connection, edge_ids: Sequence[int]) -> list[dict[str, Any]]:
     byte span, the document and its source, and the quote with its span where known.
     Oldest link first within a fact. Links in versions superseded (or removed) are left
     out where a current version states the fact: a fact no current version states shows
-    where it was stated (issue 17)."""
+    where it was stated."""
     return query(
         conn,
         """SELECT l.edge_id, l.artifact_id AS chunk_id, l.quote, l.exact,

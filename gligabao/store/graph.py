@@ -1,5 +1,5 @@
 """The temporal knowledge graph: entities, edges (facts), their provenance links, and the
-candidate queries resolution needs (SPEC R4).
+candidate queries resolution needs.
 
 The keyword index of entities and edges is kept by triggers (see migrations), so every
 insert, update and delete here is reflected in gb_fts_entities / gb_fts_edges.
@@ -342,7 +342,7 @@ def current_edges_touching(
 ) -> list[dict[str, Any]]:
     """Current facts (neither invalid nor expired) with either end among `entity_ids` or
     among the entities whose normalized name is in `names`; with `closed`, closed facts
-    too: the candidates an extracted edge is compared against (R4), for an old fact may
+    too: the candidates an extracted edge is compared against, for an old fact may
     be restated, or contradicted by one older still. Each row also has its ends'
     `source_name`, `source_norm`, `target_name` and `target_norm`.
 

@@ -1,5 +1,5 @@
 """What a search reads beyond its indexes: which entry an index row stands for, how many
-rows superseded versions hold, and what a hit shows (gligabao/search.py ranks; this
+rows superseded versions hold, and what a hit shows (gligabao/search/hybrid.py ranks; this
 reads)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The record of every LLM call (gb_models, gb_inferences), and answers kept for reuse.
 
-R11: an answer is stored with a hash of its request, so a rerun after a failure finds
+Nobody pays twice: an answer is stored with a hash of its request, so a rerun after a failure finds
 it (find_answer) instead of paying for the same call again. The caller computes the
 hash over what decides the answer (model, messages, schema, settings), never over an
 API key or a header, and nothing secret is stored here.
@@ -38,7 +38,7 @@ def model_id(conn: Connection, name: str) -> int:
     """The id of a model name as the API reported it, registering it the first time."""
     if not name:
         raise ValueError("a model name cannot be empty")
-    # Read first: every call of a run names a model known since its first (issue 14).
+    # Read first: every call of a run names a model known since its first.
     found = scalar(conn, "SELECT id FROM gb_models WHERE name = ?", (name,))
     if found is not None:
         return int(found)

@@ -1,4 +1,4 @@
-"""Versions of a file (issue 17): what a new version takes over from the one it replaces,
+"""Versions of a file: what a new version takes over from the one it replaces,
 and what the graph stops holding when no version states it any more.
 
 A chunk of the new version that is a chunk of the old one is copied whole, with no LLM

@@ -1,4 +1,4 @@
-"""Hostile answers from the LLM and embeddings servers (issue 13, points 2 and 9): vectors
+"""Hostile answers from the LLM and embeddings servers: vectors
 that cannot be searched (NaN, all zeros, 1e308, nulls), JSON nested past what a parser
 follows, lone surrogates. Each is a failed attempt, asked again, then a clear one-line
 failure with nothing of the chunk stored, or repaired (surrogates): never a traceback,
@@ -39,7 +39,7 @@ def _error_line(result) -> str:
     return line
 
 
-# ------------------------------------------------------------------ point 2: vectors
+# ------------------------------------------------------------------ vectors
 
 
 @pytest.mark.parametrize("kind", BAD_VECTORS)
@@ -125,7 +125,7 @@ def test_a_bad_query_vector_is_asked_again_then_a_clear_error(gb_cli, online) ->
     assert _search(gb_cli, "Lisbon", "--method", "bm25")
 
 
-# ------------------------------------------------------------------ point 9: answers
+# ------------------------------------------------------------------ answers
 
 
 def test_json_nested_too_deeply_is_asked_again(gb_cli, online) -> None:

@@ -1,7 +1,6 @@
 """What gb does with inputs, database paths and outputs that are not what it expects
-(issue 13: items 5, 8, 9 and the full disk of item 1): one line on stderr and a
-documented exit code, or plain correct behaviour; never a hang, a traceback, or a write
-into a file that is not gb's to change.
+(a full disk among them): one line on stderr and a documented exit code, or plain correct
+behaviour; never a hang, a traceback, or a write into a file that is not gb's to change.
 
 Everything runs as a real process (`python -m gligabao`) with a timeout, so that a hang
 fails the test instead of blocking the suite, and an address-space limit where the old
@@ -79,7 +78,7 @@ def files(folder: str | Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(Path(folder).iterdir()) if p.is_file()}
 
 
-# ------------------------------------------------------------------ item 5: another program's file
+# ------------------------------------------------------------------ another program's file
 
 
 def test_remember_refuses_another_programs_sqlite_file_and_leaves_it_byte_identical() -> None:
@@ -106,7 +105,7 @@ def test_remember_still_makes_an_empty_file_a_database() -> None:
     )
 
 
-# ------------------------------------------------------------------ item 9: not a regular file
+# ------------------------------------------------------------------ not a regular file
 
 
 @posix_only
@@ -136,7 +135,7 @@ def test_a_database_path_that_is_a_fifo_is_refused_without_waiting() -> None:
         assert "gb.db is not a regular file" in the_line(done)
 
 
-# ------------------------------------------------------------------ item 8: FIFOs and devices
+# ------------------------------------------------------------------ FIFOs and devices
 
 
 @posix_only
@@ -239,7 +238,7 @@ def test_files_from_a_device_is_refused_and_a_pipe_is_read() -> None:
     assert json.loads(done.stdout)["source"] == "notes.txt"
 
 
-# ------------------------------------------------------------------ item 9: stdout
+# ------------------------------------------------------------------ stdout
 
 
 @posix_only
@@ -275,7 +274,7 @@ def test_a_reader_that_goes_away_is_quiet_and_exit_141() -> None:
     assert err == b""
 
 
-# ------------------------------------------------------------------ item 9: read-only
+# ------------------------------------------------------------------ read-only
 
 
 needs_modes = pytest.mark.skipif(
@@ -342,7 +341,7 @@ def test_a_read_only_database_that_needs_migrating_says_so() -> None:
     assert files(folder) == before
 
 
-# ------------------------------------------------------------------ item 9: file names
+# ------------------------------------------------------------------ file names
 
 
 @posix_only
@@ -378,7 +377,7 @@ def test_file_names_that_are_not_utf8_are_stored_and_shown_escaped() -> None:
     assert json.loads(preview.stdout)["source"] == shown
 
 
-# ------------------------------------------------------------------ item 1: a full disk
+# ------------------------------------------------------------------ a full disk
 
 
 @posix_only

@@ -1,8 +1,7 @@
-"""What `gb` prints when numbers, names, texts and URLs are hostile (issue 13, points 9 to
-12): a huge id or count is a one-line message, never a traceback; an empty query is refused
-alike by every method; nan and inf are refused wherever a number is read; escape sequences
-from documents and LLM answers never reach the terminal raw; a key written into a base URL
-is never shown."""
+"""What `gb` prints when numbers, names, texts and URLs are hostile: a huge id or count
+is a one-line message, never a traceback; an empty query is refused alike by every method;
+nan and inf are refused wherever a number is read; escape sequences from documents and LLM
+answers never reach the terminal raw; a key written into a base URL is never shown."""
 
 from __future__ import annotations
 

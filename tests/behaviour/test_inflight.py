@@ -1,6 +1,6 @@
 """When one call of a document fails, the others are stopped: those not sent yet are
 dropped, and those already out are carried to their end and recorded, since they are paid
-for (R11: a rerun reuses them instead of paying again)."""
+for (a rerun reuses them instead of paying again)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 12, points 2 and 9: what `gb` prints into a pipe or a file is one record a line,
+"""What `gb` prints into a pipe or a file is one record a line,
 paths whole, no box drawing, tables as tab-separated lines; on a terminal `gb list` keeps
 the file name of a long path, shows dates to the minute and marks superseded versions.
 

@@ -1,5 +1,5 @@
 """The batch progress display: counted in chunks, one live line above which everything is
-printed, removed at the end (issue 12.1). Driven in a real pseudo-terminal and read back
+printed, removed at the end. Driven in a real pseudo-terminal and read back
 as the screen a user sees (pyte, a terminal emulator)."""
 
 from __future__ import annotations

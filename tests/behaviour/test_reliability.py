@@ -1,4 +1,4 @@
-"""Nothing lost, nothing paid twice (issue 13): documents completed offline after a kill,
+"""Nothing lost, nothing paid twice: documents completed offline after a kill,
 one document when several runs take the same file at once, a rerun's prompts the same as
 the first run's, dates normalised, a resolve answer too long for one call, and a server
 that cannot be reached at all.

@@ -1,11 +1,11 @@
-"""SIGTERM and SIGHUP end a `gb remember` as SIGINT does (issue 13, item 13): one line on
+"""SIGTERM and SIGHUP end a `gb remember` as SIGINT does: one line on
 stderr that says what was kept and to run again, exit 128 + the signal (143, 129, 130),
 a database that is sound, and a rerun that completes the document without asking the
 server again for an answer it already gave.
 
 Real processes (`python -m gligabao`) against the test server in this one; the store
 phase is stopped at an exact point by gb's test-only GB_TEST_PAUSE_AT hook
-(gligabao/pipeline/write.py), so the signal lands inside a chunk's transaction.
+(gligabao/remember/write.py), so the signal lands inside a chunk's transaction.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ CASES = [
     pytest.param(signal.SIGHUP, 129, id="SIGHUP"),
     pytest.param(signal.SIGINT, 130, id="SIGINT"),
 ]
-VALID_AT = "2024-05-01"  # fixed, so a rerun's prompts are the first run's (R11)
+VALID_AT = "2024-05-01"  # fixed, so a rerun's prompts are the first run's (and its answers reused)
 CHAT = ("extract_graph", "summarize_chunk")
 
 

@@ -1,4 +1,4 @@
-"""`gb` against slow local model servers (issue 13, point 14): the test server's slow-server
+"""`gb` against slow local model servers: the test server's slow-server
 mode imitates llama.cpp, Ollama or LM Studio on a small machine (2 slots, a queue that
 sends nothing, a token rate, streaming; embeddings inputs limited to 512 tokens), and
 `gb remember` with default settings must finish against it: no failed call, nothing
@@ -282,7 +282,7 @@ def test_remember_finishes_against_a_server_whose_queue_outlasts_the_timeout(
 def test_done_when_twenty_chunks_at_ten_seconds_an_answer(
     gb_process, online, monkeypatch, gb_cli
 ) -> None:
-    """Issue 13's measure: 2 slots, a token rate that makes each extraction take ~10 s,
+    """The slow-server measure: 2 slots, a token rate that makes each extraction take ~10 s,
     streaming, a 20-chunk document, default settings: no failed call, nothing generated
     twice, and within 1.2 times the server's own bound (its tokens over slots x rate).
     About 2.5 minutes."""

@@ -1,6 +1,6 @@
-"""Start-up: what `gb --version` and `gb search --help` import (issue 14.1: nothing
+"""Start-up: what `gb --version` and `gb search --help` import (nothing
 heavy before it is needed, so the budget cannot regress unseen), and a signal during
-start-up is one line and its exit code, never a traceback (issue 12.7)."""
+start-up is one line and its exit code, never a traceback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""remember at its throughput bound (issue 14): what the ordered stores wait on is never
+"""remember at its throughput bound: what the ordered stores wait on is never
 queued behind work that can wait, and `concurrency` still bounds every request out."""
 
 from __future__ import annotations

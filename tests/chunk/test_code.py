@@ -1,5 +1,5 @@
-"""``--mode code`` (SPEC C6): Python cut along its syntax tree, other sources as text
-with line breaks first; the C5 invariants hold for both.
+"""``--mode code``: Python cut along its syntax tree, other sources as text
+with line breaks first; the chunking invariants hold for both.
 
 Property tests run on Python generated from a small grammar (functions, classes with
 methods, decorators, comments, docstrings, imports, module code, Unicode names and
@@ -577,7 +577,8 @@ def stdlib_source(name: str) -> str:
 
 
 def test_difflib_every_function_that_fits_is_whole_in_one_chunk():
-    """Issue 5, done when: difflib.py at chunk_size 1024 (overlap 20)."""
+    """The code mode's target: on difflib.py at chunk_size 1024 (overlap 20), every
+    function that fits is whole in one chunk."""
     with open(difflib.__file__, encoding="utf-8") as fh:
         text = fh.read()
     chunks = split_code(text, chunk_size=1024, overlap_percent=20)

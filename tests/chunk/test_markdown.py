@@ -1,4 +1,4 @@
-"""``--mode markdown`` (SPEC C6): sections, tables, fences and images.
+"""``--mode markdown``: sections, tables, fences and images.
 
 What the structure *is* comes from an oracle: markdown-it-py parsing the whole text at
 once (``split_markdown`` parses only the parts that may hold structure, so this also
@@ -98,8 +98,8 @@ def check_markdown(
     images: tuple[str, ...] = (),
     oracle: Oracle | None = None,
 ) -> None:
-    """C5, and the markdown rules against the oracle's structure (``oracle``: the whole
-    parse of ``text``, when the caller has it already)."""
+    """The chunking invariants, and the markdown rules against the oracle's structure
+    (``oracle``: the whole parse of ``text``, when the caller has it already)."""
     assert_invariants(text, chunks, chunk_size, overlap)
     oracle = oracle or Oracle(text)
     data = oracle.data

@@ -1,5 +1,5 @@
 """`cut` looks at each token of a text once: the estimator's pass over the whole text is
-made one time, whether the text is then cut or found to fit (issue 14)."""
+made one time, whether the text is then cut or found to fit."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC C5 as property tests: any Unicode text, any settings in range."""
+"""The chunking invariants as property tests: any Unicode text, any settings in range."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""One example per step of SPEC C4, with counts that can be checked by eye.
+"""One example per step of the text mode's cut, with counts that can be checked by eye.
 
 Each word "abcd" is exactly one estimated token, so a paragraph of ten of them
 is ten tokens and every expected cut below can be worked out by hand.

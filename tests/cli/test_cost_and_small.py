@@ -1,4 +1,4 @@
-"""Issue 12, points 10 and part of 11: cost shown honestly where totals are shown, unknown
+"""Cost shown honestly where totals are shown, unknown
 stages refused by `gb inferences`, `gb status` ending with a summary line, and `gb config`
 saying which file it read and which endpoints it reaches.
 

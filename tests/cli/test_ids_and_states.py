@@ -1,4 +1,4 @@
-"""Ids and states as a user meets them (issue 12, points 5 and 6).
+"""Ids and states as a user meets them.
 
 Documents, chunks and summaries share one id sequence, so `gb forget` of a chunk's id
 is refused, naming its document, and `gb show` of it shows the chunk. A document has one

@@ -1,4 +1,4 @@
-"""`gb chunk-preview` (issue 2, item 6; SPEC P1, P2) and the help every command gives.
+"""`gb chunk-preview` and the help every command gives.
 
 The table has a row per chunk and a footer with the total tokens and the chunk
 count; `--json` is one object per input per line, with byte offsets; a short

@@ -1,5 +1,5 @@
-"""Search hits as snippets, each method's own score, and the smaller shell points of
-issue 12 (8 and 11): named metavars, whole command descriptions, -k / -n / --limit on
+"""Search hits as snippets, each method's own score, and the smaller points of
+shell use: named metavars, whole command descriptions, -k / -n / --limit on
 every listing command, and `gb inferences ID`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Configuration (issue 2, item 2; SPEC §7): where settings come from, and refusals.
+"""Configuration: where settings come from, and refusals.
 
 Precedence is flag > environment > file > default, and `gb config --json` says
 which one each value came from. The file is the first of --config, GB_CONFIG,
@@ -34,7 +34,7 @@ def effective(gb_cli, *args: str) -> dict:
 
 
 STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank")
-# Every setting's default, as SPEC.md and the README state them: written out here, not
+# Every setting's default, as the docs and gligabao.toml.example state them: written out, not
 # read from gligabao.config, so that a changed default fails a test.
 DEFAULTS = {
     "database": "gligabao.db",

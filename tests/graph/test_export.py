@@ -1,4 +1,4 @@
-"""`gb export` (issue 10): the graph of a dataset as JSON Lines, GraphML and CSV, checked
+"""`gb export`: the graph of a dataset as JSON Lines, GraphML and CSV, checked
 against what `gb stats`, `gb facts --all` and `gb facts --at` say of the same database,
 and read back by a real graph library (networkx)."""
 

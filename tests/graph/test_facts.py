@@ -1,4 +1,4 @@
-"""The graph, read back (issue 10): `gb facts` with its time filters and `gb why`, on
+"""The graph, read back: `gb facts` with its time filters and `gb why`, on
 documents that state, restate and contradict facts with dates, remembered in either
 order against the test server (its resolve calls a fact with the same source and
 relation but another target a contradiction, and the same one a restatement)."""

@@ -131,7 +131,7 @@ async def until(condition: Callable[[], bool], limit: float = 30) -> None:
 
 # The request hashes of REQUESTS (and of one embeddings request), computed in a Python
 # process of their own, with another hash seed: what a later run on another machine
-# computes, to find the answers this one stored (R11).
+# computes, to find the answers this one stored.
 ELSEWHERE = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
@@ -463,7 +463,7 @@ def test_blank_summary_is_an_error(srv: LLMServer) -> None:
         run(chat(make_llm(srv), summarize_chunk_request("   ")))
 
 
-# ------------------------------------------------------------------ R10 prompt mode
+# ------------------------------------------------------------------ prompt mode
 
 
 def test_prompt_mode_end_to_end(srv: LLMServer, caplog: pytest.LogCaptureFixture) -> None:
@@ -494,7 +494,7 @@ def test_prompt_mode_end_to_end(srv: LLMServer, caplog: pytest.LogCaptureFixture
     switched = [r for r in caplog.records if "structured output" in r.getMessage()]
     assert len(switched) == 1
     # The hash leaves the mode out: a rerun starts in structured mode, and must still find
-    # the answers got in prompt mode (R11).
+    # the answers got in prompt mode.
     for answer, build in zip(answers, REQUESTS.values(), strict=True):
         assert answer.inference.request_hash == llm.request_hash(build())
         assert answer.inference.request_hash == make_llm(srv).request_hash(build())
@@ -736,7 +736,7 @@ def test_offline_and_keyless(srv: LLMServer) -> None:
     assert srv.requests[-1].headers["authorization"] == "Bearer no-key"
 
 
-# ------------------------------------------------------------------ secrets (R9)
+# ------------------------------------------------------------------ secrets
 
 
 class _EchoHandler(BaseHTTPRequestHandler):

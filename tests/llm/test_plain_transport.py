@@ -1,4 +1,4 @@
-"""The SDK's client over wire.plain_transport, for a plain-HTTP endpoint (issue 14): one
+"""The SDK's client over wire.plain_transport, for a plain-HTTP endpoint: one
 connection reused while the server keeps it, a new one where it ends it, whether it says
 so (Connection: close) or just closes it while idle.
 

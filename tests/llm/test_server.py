@@ -402,7 +402,7 @@ def test_fault_validation():
         Fault(kind="418")
 
 
-# --------------------------------------------------------------------------- latency, R10, CLI
+# ----------------------------------------------------------------------- latency, prompt mode, CLI
 
 
 def test_latency_overlaps_concurrent_requests(srv, client):

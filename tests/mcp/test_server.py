@@ -1,4 +1,4 @@
-"""`gb mcp` (issue 15), started as a real process and driven by the MCP SDK's own client,
+"""`gb mcp`, started as a real process and driven by the MCP SDK's own client,
 over stdio and over streamable HTTP on 127.0.0.1: the tools listed (write tools only with
 --allow-write), each called and its structured content checked against the schema it
 declares, bad calls answered with an error by a server that stays up, remember_file kept

@@ -1,4 +1,4 @@
-"""Discovery (issue 4, item 1): which inputs a batch holds, before any is read in full.
+"""Discovery: which inputs a batch holds, before any is read in full.
 
 Every test builds real files under tmp_path (the autouse fixture chdirs there), so
 the paths below are relative to it.

@@ -1,4 +1,4 @@
-"""PDF, HTML and chat exports through `gb` (issue 16): read by their readers, cut, stored
+"""PDF, HTML and chat exports through `gb`: read by their readers, cut, stored
 with their locations in a real SQLite file and shown by chunk-preview, remember and show.
 
 The PDFs and HTML pages are real files nobody here wrote; the chat export is generated

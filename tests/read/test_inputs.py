@@ -1,4 +1,4 @@
-"""Input reading (issue 2, item 5): every refusal, its exit code and its one line.
+"""Input reading: every refusal, its exit code and its one line.
 
 A refused input exits 3 when it was the only one and 4 when others of the same
 run were fine; the reason is one line on stderr, and there is never a traceback.

@@ -1,4 +1,4 @@
-"""Batch imports (issue 4), in this process: many inputs in one `gb remember` run.
+"""Batch imports, in this process: many inputs in one `gb remember` run.
 
 Real SQLite files with sqlite-vec, and the real openai client over HTTP to the test
 server, configured through the environment as a cron job would be (the `online`

@@ -1,11 +1,11 @@
-"""Batch imports (issue 4) with real processes: a `find -print0` pipe, a batch with bad
+"""Batch imports with real processes: a `find -print0` pipe, a batch with bad
 inputs, two `gb remember` processes on one database at once, and `kill -9` mid-run.
 
 Each `gb` here is `python -m gligabao` in its own process, talking HTTP to the test
 server that runs in this one; the database is a real file that this process reads
 back while (and after) they write it. Nothing here waits for a moment to pass: the
 server holds requests until the processes have got where a test needs them (a `Hold`),
-and gb's test-only GB_TEST_PAUSE_AT (gligabao/pipeline/write.py) stops a run at an exact
+and gb's test-only GB_TEST_PAUSE_AT (gligabao/remember/write.py) stops a run at an exact
 point of its store phase, for a kill -9 to land there.
 """
 
@@ -244,7 +244,7 @@ def test_a_second_process_on_a_document_being_stored_waits_and_finds_it_whole(se
 
 
 # The points of the store phase where gb's test-only GB_TEST_PAUSE_AT stops a run, each
-# for one run (POINT:CHUNK, see gligabao/pipeline/write.py): between a document's row
+# for one run (POINT:CHUNK, see gligabao/remember/write.py): between a document's row
 # and its first chunk, inside a chunk's transaction (after its row, after its summary
 # and graph, before its commit), and between two chunks. In this order each one is
 # reached: no run before it stored that chunk of any document, and none stored a

@@ -120,7 +120,7 @@ def remember_json(gb_cli, *args: str) -> dict[str, Any]:
     result = gb(gb_cli, "remember", *args, "--json")
     (line,) = result.stdout.splitlines()
     response = json.loads(line)
-    # Every --json line says where it came from and how it ended, then the R7 object.
+    # Every --json line says where it came from and how it ended, then the response object.
     assert list(response)[:2] == ["source", "status"]
     assert response.pop("source") in args
     assert response.pop("status") in {"remembered", "completed", "unchanged", "offline"}
@@ -369,7 +369,7 @@ def test_a_failed_extraction_or_summary_stores_no_artifact(gb_cli, online, stage
     assert fault.hits == 2  # the first try and the one retry GB_LLM_MAX_RETRIES allows
     assert count("SELECT count(*) FROM gb_artifacts") == 0
     assert count("SELECT count(*) FROM gb_entities") == count("SELECT count(*) FROM gb_edges") == 0
-    # What was answered before the failure is kept with its request's hash (R11); chunks
+    # What was answered before the failure is kept with its request's hash; chunks
     # whose answers were back had their embeddings asked for (a record, no answer kept);
     # nothing went past the all-or-nothing fetch: no resolve.
     kept = rows("SELECT stage, request_hash, answer FROM gb_inferences")
@@ -581,7 +581,7 @@ def test_a_broken_answer_fails_the_run_and_stores_nothing(gb_cli, online, fault,
     assert count("SELECT count(*) FROM gb_artifacts") == 0
 
 
-# ------------------------------------------------------------------ 8. no structured output (R10)
+# ------------------------------------------------------------------ 8. no structured output
 
 
 def test_a_server_without_json_schema_output_still_works(gb_cli, online) -> None:
@@ -600,7 +600,7 @@ def test_a_server_without_json_schema_output_still_works(gb_cli, online) -> None
     assert_indexes_complete(gb_cli)
 
 
-# ------------------------------------------------------------------ 9. the key stays secret (R9)
+# ------------------------------------------------------------------ 9. the key stays secret
 
 
 def test_the_api_key_reaches_no_file_output_or_trace(gb_process, server, monkeypatch) -> None:
@@ -774,7 +774,7 @@ def test_calls_run_concurrently_and_cost_at_most_two_and_a_half_per_chunk(
     assert server.max_in_flight <= 8  # the default concurrency bounds it
     chat = sum(server.calls(stage) for stage in CHAT_STAGES)
     assert chat <= 2.5 * n
-    assert server.calls("embed") == n  # one embeddings request per chunk (R5)
+    assert server.calls("embed") == n  # one embeddings request per chunk
 
 
 # ------------------------------------------------------------------ 14. reading back

@@ -1,4 +1,4 @@
-"""What the vector index holds of a text (issue 11): a document too short to be chunked
+"""What the vector index holds of a text: a document too short to be chunked
 has its own vector, found by meaning; a chunk larger than the embedding model reads
 (`embeddings.max_tokens`) is embedded as pieces, each its own vector, and found by any
 of them. Real gb commands, the test server's deterministic embeddings."""

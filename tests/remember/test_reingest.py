@@ -1,4 +1,4 @@
-"""Re-remembering a changed file costs only what changed (issue 17).
+"""Re-remembering a changed file costs only what changed.
 
 Every run here is the real `gb` against the test LLM server (tests/support/llm_server.py), whose
 records count the requests each run made; the database is a real SQLite file read back.

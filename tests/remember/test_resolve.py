@@ -1,4 +1,4 @@
-"""Resolution planning (SPEC R4): exact duplicates, candidates and their order.
+"""Resolution planning: exact duplicates, candidates and their order.
 
 `Resolver` keeps indexes of what the chunks planned so far extracted; `reference_plans`
 below is the plain definition it must agree with: every earlier entity and fact of the

@@ -1,4 +1,4 @@
-"""Files a batch leaves out (issue 12, points 3 and 4): empty files in a folder walk are
+"""Files a batch leaves out: empty files in a folder walk are
 skipped, not failed, and what was skipped is said in one line unless --verbose.
 
 Real SQLite files with sqlite-vec, and the real openai client over HTTP to the test

@@ -1,4 +1,4 @@
-"""Selectable stages (issue 11): an embeddings-only run stores chunk vectors and no graph;
+"""Selectable stages: an embeddings-only run stores chunk vectors and no graph;
 a later run with every stage on completes the graph and summaries of the same documents."""
 
 from __future__ import annotations

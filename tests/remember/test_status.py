@@ -1,6 +1,6 @@
-"""`gb status` (SPEC Q3) and what the structure-aware modes store: the in-sync check a
+"""`gb status` and what the structure-aware modes store: the in-sync check a
 cron job can test, the section context that goes into the keyword index, and
-Contextual Retrieval's context (X1)."""
+Contextual Retrieval's context."""
 
 from __future__ import annotations
 
@@ -112,7 +112,7 @@ def test_contextual_retrieval_stores_a_context_per_chunk_and_indexes_it(gb_cli, 
     assert len(online.requests_for("contextualize_chunk")) == len(rows)
 
 
-# --- chunk-preview --json shows the stored contexts (X1) --------------------------------
+# --- chunk-preview --json shows the stored contexts -------------------------------------
 
 
 def preview_chunks(gb_cli, *args: str) -> list[dict]:

@@ -1,4 +1,4 @@
-"""`gb eval` (issue 6 item 3): failure@k on gold spans in licence texts nobody here wrote,
+"""`gb eval`: failure@k on gold spans in licence texts nobody here wrote,
 per dataset and search method, as a table and as JSON."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retrieval quality of hybrid search (issue 11): on the tests' corpus, embedded by the test
+"""Retrieval quality of hybrid search: on the tests' corpus, embedded by the test
 server's deterministic embeddings, fusing BM25 with vectors fails no more often than BM25
 alone at 1, 5 and 20, and less often at 5 and 20, once its weight is learnt (gb eval
 --tune). The 60 gold queries (tests/support/gold/corpus_queries.jsonl) were written by hand,

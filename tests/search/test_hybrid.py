@@ -1,4 +1,4 @@
-"""`gb search` (SPEC Q2): BM25, vector KNN and their fusion (convex, or reciprocal rank), on licence
+"""`gb search`: BM25, vector KNN and their fusion (convex, or reciprocal rank), on licence
 texts nobody here wrote, embedded by the test server's deterministic embeddings."""
 
 from __future__ import annotations

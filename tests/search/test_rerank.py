@@ -1,4 +1,4 @@
-"""Optional LLM reranking (issue 11 item 5): `gb search --rerank`, `search.rerank`, and
+"""Optional LLM reranking: `gb search --rerank`, `search.rerank`, and
 `gb eval --method rerank`, against the test server, whose rerank answer orders the
 passages by how many distinct query words each holds (ties in the order given)."""
 

@@ -1,4 +1,4 @@
-"""The public Python API (issue 15): `from gligabao import Memory`, configured as `gb` is,
+"""The public Python API: `from gligabao import Memory`, configured as `gb` is,
 answering the objects `gb ... --json` prints; the README's example, run as it is written.
 
 Real parts: a real SQLite file, the test LLM server over HTTP for the online runs, the

@@ -175,7 +175,7 @@ def test_savepoints_nested_twice_each_roll_back_only_their_own(conn) -> None:
 
 def test_nested_transactions_are_prepared_once(conn) -> None:
     # A savepoint named anew each time would be SQL never seen before, every time: a
-    # statement prepared again, and the cache filled with them (issue 14).
+    # statement prepared again, and the cache filled with them.
     def store() -> None:
         with transaction(conn), transaction(conn):
             db.query(conn, "SELECT name FROM gb_models")

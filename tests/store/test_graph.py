@@ -537,7 +537,7 @@ def test_forget_repoints_an_edge_to_its_earliest_remaining_source(conn, ds: int)
 
 
 def test_forget_refuses_one_chunk_and_keeps_everything(conn, ds: int) -> None:
-    # A chunk taken out alone would leave its document complete with a hole (issue 12).
+    # A chunk taken out alone would leave its document complete with a hole.
     a = store_doc_a(conn, ds)
     with pytest.raises(forget.NotADocument, match=f"forget the document: gb forget {a.doc}"):
         forget.forget(conn, a.chunks[1])

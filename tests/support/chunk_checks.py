@@ -1,4 +1,4 @@
-"""What every chunking test shares: the invariants of SPEC C5, checked on one cut, with
+"""What every chunking test shares: the chunking invariants, checked on one cut, with
 token counts and overlap budgets worked out here from the spec, not taken from the
 library; and the settings of the property tests."""
 
@@ -21,9 +21,9 @@ PROPERTY = settings(
     derandomize=True,
 )
 
-# ------------------------------------------------------------------ SPEC C1, again
+# ------------------------------------------------------------------ the estimator, again
 
-# The default estimator as SPEC C1 words it: "a run of ASCII letters costs ceil(n/4)
+# The default estimator as the design words it: "a run of ASCII letters costs ceil(n/4)
 # tokens, a run of ASCII digits ceil(n/3), each CJK character 1, each other
 # non-whitespace character 1, whitespace 0". A run is as long as it can be: a letter run
 # ends at anything that is not an ASCII letter (a digit, an accent, a space). CJK and
@@ -37,7 +37,7 @@ _OTHER = re.compile(r"[^\sA-Za-z0-9]")
 
 
 def reference_tokens(text: str) -> int:
-    """SPEC C1's count of ``text``, the oracle of the estimator's counts."""
+    """The design's count of ``text``, the oracle of the estimator's counts."""
     return (
         sum((len(run) + 3) // 4 for run in _LETTER_RUN.findall(text))  # ceil(n / 4)
         + sum((len(run) + 2) // 3 for run in _DIGIT_RUN.findall(text))  # ceil(n / 3)
@@ -46,9 +46,9 @@ def reference_tokens(text: str) -> int:
 
 
 def reference_budget(chunk_size: int, overlap_percent: int) -> int:
-    """SPEC C4: a chunk repeats "at most chunk_size * overlap_percent / 100 tokens" of the
-    one before; a whole number of tokens is at most that exactly when it is at most its
-    floor."""
+    """The overlap budget: a chunk repeats "at most chunk_size * overlap_percent / 100
+    tokens" of the one before; a whole number of tokens is at most that exactly when it is
+    at most its floor."""
     return chunk_size * overlap_percent // 100
 
 
@@ -62,8 +62,9 @@ def assert_invariants(
     overlap_percent: int,
     tokenizer: Tokenizer | None = None,
 ) -> None:
-    """C5 on one cut. Tokens are counted by `reference_tokens` unless the cut was sized by
-    another tokenizer (tiktoken), which then counts them; the budget is always the spec's."""
+    """The chunking invariants on one cut. Tokens are counted by `reference_tokens` unless
+    the cut was sized by another tokenizer (tiktoken), which then counts them; the budget
+    is always the spec's."""
     if tokenizer is None or tokenizer.name == "estimator":
         count = reference_tokens
     else:

@@ -3,7 +3,7 @@
 Standard library only. It answers the endpoints `gb` uses (chat completions, embeddings,
 models) with answers shaped exactly as the OpenAI API's, so the real ``openai`` client parses
 them, and it can inject faults (rate limits, server errors, timeouts, broken answers), add
-latency, and imitate a local server without JSON-schema structured output (SPEC R10).
+latency, and imitate a local server without JSON-schema structured output.
 
 Usage from tests::
 

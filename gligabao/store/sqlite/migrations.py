@@ -36,7 +36,7 @@ CREATE TABLE gb_models (
     name TEXT NOT NULL UNIQUE
 );
 
--- One row per LLM call. request_hash + answer let a rerun reuse a paid answer (R11);
+-- One row per LLM call. request_hash + answer let a rerun reuse a paid answer;
 -- no API key or header is ever stored here.
 CREATE TABLE gb_inferences (
     id            INTEGER PRIMARY KEY,
@@ -201,7 +201,7 @@ CREATE TRIGGER gb_edges_fts_delete AFTER DELETE ON gb_edges BEGIN
 END;
 """
 
-# Evidence, to the line (issue 10): each (fact, chunk) link keeps the quote the
+# Evidence, to the line: each (fact, chunk) link keeps the quote the
 # extraction gave for the fact, its UTF-8 byte span in the document, and whether the quote
 # was found in the chunk as given (exact) or only the chunk's span is known. Links of
 # documents remembered before this step have none: their evidence is the chunk's span.
@@ -214,9 +214,9 @@ ALTER TABLE gb_edge_artifacts ADD COLUMN exact INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX gb_edges_dataset_time ON gb_edges(dataset_id, coalesce(valid_at, created_at));
 """
 
-# One run at a time per text (issue 13): a remember claims (dataset, sha256) before its
+# One run at a time per text: a remember claims (dataset, sha256) before its
 # first call, and the claim keeps the moment that run's prompts are written against, so a
-# rerun after a failure before anything was stored sends the same requests (R11). `owner`
+# rerun after a failure before anything was stored sends the same requests. `owner`
 # is the run holding it ("host:pid:token"), NULL once released; `heartbeat_at` is renewed
 # while it works, so a claim of a run that died is taken over.
 _V3 = """
@@ -240,8 +240,8 @@ CREATE INDEX gb_inferences_document ON gb_inferences(document_id);
 """
 
 # Where each chunk comes from in a file that is not plain text (a PDF's pages, a chat's
-# messages: JSON, see formats/), and the search settings learnt for a dataset from its
-# own gold queries (gb eval --tune: JSON, see search.Fusion).
+# messages: JSON, see read/documents.py), and the search settings learnt for a dataset
+# from its own gold queries (gb eval --tune: JSON, see search.hybrid.Fusion).
 _V5 = """
 ALTER TABLE gb_artifacts ADD COLUMN locations TEXT;
 ALTER TABLE gb_datasets ADD COLUMN search_settings TEXT;

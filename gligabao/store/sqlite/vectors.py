@@ -1,4 +1,4 @@
-"""The sqlite-vec `vec0` tables: one set of four per dataset (SPEC S3, seed 000). The
+"""The sqlite-vec `vec0` tables: one set of four per dataset. The
 rest of the package reaches this module as `store.vectors`.
 
     table                     vector id                  metadata columns
