@@ -198,7 +198,10 @@ def test_a_database_with_no_dataset_says_so(gb_cli) -> None:
 
 
 def test_starting_gb_does_not_load_the_remember_pipeline() -> None:
-    code = "import sys, gligabao.cli; print(sorted(m for m in sys.modules if m.startswith('gligabao.remember')))"
+    code = (
+        "import sys, gligabao.cli; "
+        "print(sorted(m for m in sys.modules if m.startswith('gligabao.remember')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, check=True, text=True)
     assert out.stdout.strip() == "[]"
 
