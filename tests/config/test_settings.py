@@ -63,6 +63,7 @@ DEFAULTS = {
     "search.vector_weight": 0.5,
     "search.rrf_k": 60,
     "search.depth": 50,
+    "search.query_timeout": 2.0,
     "search.exact": False,
     "search.rerank": False,
     "search.rerank_depth": 20,
