@@ -319,7 +319,7 @@ def trajectory(steps: list[dict[str, Any]]) -> None:
 def document_view(doc: dict[str, Any]) -> None:
     head = (
         f"document {doc['id']}  kind {doc['kind']}  source {doc['source'] or '—'}  "
-        f"state {doc['state']}  valid_at {doc['valid_at']}"
+        f"state {state_text(doc)}  valid_at {doc['valid_at']}"
     )
     stdout.print(_text(head, "bold"))
     read = doc.get("locations")
@@ -362,7 +362,7 @@ def chunk_view(view: dict[str, Any]) -> None:
     head = (
         f"chunk {view['chunk_index'] + 1} of {place['chunk_count'] or '?'} (id {view['id']}) "
         f"of document {document['id']}  source {document['source'] or '—'}  "
-        f"lines {view['line_start']}-{view['line_end']}  state {document['state']}"
+        f"lines {view['line_start']}-{view['line_end']}  state {state_text(document)}"
     )
     stdout.print(_text(head, "bold"))
     if view.get("locations"):
@@ -415,8 +415,15 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
     emit(table)
 
 
+def state_text(document: dict[str, Any]) -> str:
+    """A document's status with the stages it still waits for: `incomplete: embed`."""
+    if document["status"] == "incomplete":
+        return f"incomplete: {', '.join(document['pending'])}"
+    return str(document["status"])
+
+
 def _document_cells(row: dict[str, Any], *, terse: bool) -> tuple[str, ...]:
-    state = row["state"]
+    state = state_text(row)
     if terse and row.get("superseded_by") not in (None, row["id"]):  # by itself: removed
         state = f"superseded by {row['superseded_by']}"
     created = row["created_at"] or "—"
