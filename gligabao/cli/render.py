@@ -406,9 +406,12 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
     cells = [_document_cells(row, terse=not plain()) for row in rows]
     if not plain():
         room = _room_for(columns, cells, stdout.width, column=2)
+        # At least "…/NAME": the other columns wrap before the file name is cut.
+        room = max(room, *(len(visible(_file_name(c[2]))) + 2 for c in cells), 0)
         cells = [(*c[:2], left_cut(c[2], room), *c[3:]) for c in cells]
     table = _table("documents", *columns)
     table.columns[2].max_width = None  # already fitted: never cut at its end
+    table.columns[2].no_wrap = True  # nor wrapped: the other text columns give way first
     for row, values in zip(rows, cells, strict=True):
         dim = "dim" if row.get("superseded_by") is not None and not plain() else None
         table.add_row(*(_text(v) for v in values), style=dim)
@@ -422,8 +425,16 @@ def state_text(document: dict[str, Any]) -> str:
     return str(document["status"])
 
 
+def _file_name(path: str) -> str:
+    return path.rstrip("/").rpartition("/")[2] or path
+
+
 def _document_cells(row: dict[str, Any], *, terse: bool) -> tuple[str, ...]:
+    # On a terminal the state is its word and how many stages are left: the file name
+    # needs the room more than the stages' names, which gb show and --json give.
     state = state_text(row)
+    if terse and row["status"] == "incomplete":
+        state = f"incomplete ({len(row['pending'])})"
     if terse and row.get("superseded_by") not in (None, row["id"]):  # by itself: removed
         state = f"superseded by {row['superseded_by']}"
     created = row["created_at"] or "—"

@@ -154,3 +154,18 @@ def test_list_on_a_terminal_keeps_file_names_shows_minutes_and_marks_superseded(
     assert not re.search(r"T\d\d:\d\d:\d\d", shown), shown
     # the old version of alpha.txt says it is superseded, and by which document
     assert sum(f"superseded by {current['id']}" in r for r in rows) == 1, shown
+
+
+@pytest.mark.parametrize("columns", [100, 120])
+def test_list_on_a_terminal_shortens_the_state_before_the_file_name(gb_process, columns) -> None:
+    path = Path.cwd().joinpath(*FOLDERS) / "alpha_report_2024.txt"
+    write(path, story(1, paragraphs=3))
+    assert gb_process("remember", str(path)).returncode == 0  # offline: stages pending
+
+    shown = _on_a_terminal("list", columns=columns)
+    assert "…/alpha_report_2024.txt" in shown, shown  # the file name whole
+    assert re.search(r"incomplete +(\(\d\)|│)", shown) and "extract_graph" not in shown, shown
+    assert max(len(line) for line in shown.splitlines()) <= columns, shown
+    # Off the terminal, each field whole: the stages by name.
+    piped = gb_process("list").stdout.decode()
+    assert str(path) in piped and "incomplete: extract_graph" in piped, piped
