@@ -516,8 +516,9 @@ class Memory:
         kind: str = "document",
         force: bool = False,
     ) -> Remembered:
-        """Remember a text as `gb remember -` remembers standard input (`name` is how the
-        result and messages call it); a text refused or a run that fails raises."""
+        """Remember a text as `gb remember -` remembers standard input: stored and shown
+        as `name` (the source of its document, as --name gives it), else as `-`; a text
+        refused or a run that fails raises."""
         from gligabao.service.remembering import remember_text
 
         how = {"session": session, "valid_at": valid_at, "kind": kind, "force": force}

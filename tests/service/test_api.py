@@ -215,3 +215,12 @@ def test_reads_go_on_by_bm25_when_the_embeddings_server_goes_down(gb_cli, online
         assert len(notices) == 3 and all("searching by BM25 only" in n for n in notices)
         with pytest.raises(GbError, match="could not reach"):
             memory.search("Lisbon", method="vector")
+
+
+def test_remember_text_stores_its_name_as_the_source(online) -> None:
+    with Memory(DB) as memory:
+        done = memory.remember_text(story(5), name="clipboard")
+        assert done.source == "clipboard"
+        (listed,) = memory.documents()
+        assert listed["source"] == "clipboard"
+        assert memory.document(done.document_id)["source"] == "clipboard"
