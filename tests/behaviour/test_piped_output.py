@@ -169,3 +169,21 @@ def test_list_on_a_terminal_shortens_the_state_before_the_file_name(gb_process, 
     # Off the terminal, each field whole: the stages by name.
     piped = gb_process("list").stdout.decode()
     assert str(path) in piped and "incomplete: extract_graph" in piped, piped
+
+
+SEPARATED = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")  # 3,727
+
+
+def test_numbers_are_plain_when_piped_and_separated_on_a_terminal(gb_process) -> None:
+    write("long.txt", story(2, paragraphs=40))  # thousands of bytes and tokens
+    assert gb_process("remember", "long.txt").returncode == 0  # offline
+
+    for command in (("chunk-preview", "long.txt"), ("list",), ("stats",), ("show", "1")):
+        out = _out(gb_process, *command)
+        assert not SEPARATED.search(out), (command, out)
+    preview = _out(gb_process, "chunk-preview", "long.txt")
+    assert re.search(r"^\d+\t\d{4,}\t\d{4,}\t", preview, re.MULTILINE), preview
+    assert re.search(r"\t\d{4,}\t", _out(gb_process, "list")), "tokens, whole"
+
+    shown = _on_a_terminal("chunk-preview", "long.txt", columns=150)
+    assert SEPARATED.search(shown), shown  # for a person: 3,727
