@@ -100,6 +100,14 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("search.rrf_k", int, 60, "constant of search.fusion = rrf", 1, 10000),
     Setting("search.depth", int, 50, "candidates each method gives the fusion", 1, 10000),
+    Setting(
+        "search.query_timeout",
+        float,
+        2.0,
+        "seconds a search waits for its query's vector before going on by BM25 alone",
+        0.1,
+        3600,
+    ),
     Setting("search.exact", bool, False, "rank vectors by the exact scan, not the quantized one"),
     Setting("search.rerank", bool, False, "let the chat model reorder the fused candidates"),
     Setting("search.rerank_depth", int, 20, "fused candidates the chat model reorders", 2, 100),
@@ -235,6 +243,8 @@ def load_config(
     if values["llm.base_url"] is None and env.get("OPENAI_BASE_URL"):
         values["llm.base_url"] = env["OPENAI_BASE_URL"]
         sources["llm.base_url"] = "env OPENAI_BASE_URL"
+    for key in ("llm.base_url", "embeddings.base_url"):
+        _check_url(key, values[key], sources[key])
     for model in prices:
         sources[f"prices.{model}"] = str(path)
     return Config(values, sources, prices, path, tuple(warnings))
@@ -323,6 +333,37 @@ def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
     if setting.choices and value not in setting.choices:
         raise ConfigError(f"{setting.key} = {shown}{where} is not allowed{_allowed(setting)}")
     return value
+
+
+def _url_problem(url: str) -> str | None:
+    """Why `url` cannot be an endpoint's base URL, or None when it can."""
+    from urllib.parse import urlsplit  # only when a base URL is set
+
+    try:
+        parts = urlsplit(url.strip())
+        parts.port  # noqa: B018 -- read for its check: a port that is not a number raises
+    except ValueError as exc:
+        return f"it cannot be read as a URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https"):
+        return "it must begin with http:// or https://"
+    if not parts.hostname:
+        return "it names no host"
+    return None
+
+
+def _check_url(key: str, value: str | None, source: str) -> None:
+    """A base URL refused at start, before anything is stored: tried, a URL that is none
+    would fail each call after its retries, and leave every input pending."""
+    if not value or not value.strip():
+        return
+    problem = _url_problem(value)
+    if problem is not None:
+        from gligabao.base.redact import safe_url  # a key written into it stays unsaid
+
+        raise ConfigError(
+            f"{key} = {safe_url(value)!r} (from {source}) is not an endpoint URL: {problem}, "
+            "as in http://localhost:8080/v1"
+        )
 
 
 def _parse(setting: Setting, raw: str) -> Any:

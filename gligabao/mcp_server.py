@@ -78,7 +78,8 @@ class DocumentOutput(TypedDict):
     id: int
     kind: str
     source: str | None
-    state: str
+    status: str
+    pending: list[str]
     text: str
     chunks: list[ChunkOutput]
     entities: list[dict[str, Any]]
@@ -92,7 +93,8 @@ class DocumentRow(TypedDict):
     dataset: str
     kind: str
     source: str | None
-    state: str
+    status: str
+    pending: list[str]
     created_at: str
     chunk_count: int | None
     preview: str
@@ -445,10 +447,17 @@ def _why_text(found: Why) -> str:
     return "\n".join(lines)
 
 
+def _state(document: dict[str, Any]) -> str:
+    """A document's status with the stages it still waits for: `incomplete: embed`."""
+    if document["status"] == "incomplete":
+        return f"incomplete: {', '.join(document['pending'])}"
+    return document["status"]
+
+
 def _document_text(view: dict[str, Any]) -> str:
     chunks = view.get("chunks") or []
     lines = [
-        f"document {view['id']} {view['source'] or '-'} ({view['state']}), {len(chunks)} chunks"
+        f"document {view['id']} {view['source'] or '-'} ({_state(view)}), {len(chunks)} chunks"
     ]
     for chunk in chunks:
         summary = (chunk.get("summary") or {}).get("text")
@@ -465,7 +474,7 @@ def _documents_text(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no documents"
     return "\n".join(
-        f"{r['id']}\t{r['dataset']}\t{r['state']}\t{r['source'] or '-'}\t{_words(r['preview'], 60)}"
+        f"{r['id']}\t{r['dataset']}\t{_state(r)}\t{r['source'] or '-'}\t{_words(r['preview'], 60)}"
         for r in rows
     )
 

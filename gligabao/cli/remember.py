@@ -12,7 +12,7 @@ import typer
 
 from gligabao.base.jsonl import json_line
 from gligabao.cli import options
-from gligabao.cli.app import command, interrupted, memory
+from gligabao.cli.app import FLAGS, command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
 from gligabao.errors import ConfigError, Interrupted, UsageError
 from gligabao.read.files import STDIN, shown_name
@@ -111,6 +111,12 @@ def remember_command(
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="List each file skipped, and why (default: one line)."
     ),
+    name: str = typer.Option(
+        None,
+        "--name",
+        metavar="NAME",
+        help="The name standard input (-) is stored and shown under, its source (default -).",
+    ),
     all_branches: options.AllBranches = False,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -136,7 +142,7 @@ def remember_command(
     Examples:
       gb remember notes.md
       gb remember report.pdf conversations.json
-      cat mail.txt | gb remember - --session inbox
+      cat mail.txt | gb remember - --name mail.txt --session inbox
       find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
     """
     if prune and not recursive:
@@ -150,7 +156,7 @@ def remember_command(
     }
     flags.update(_stage_flags("models", model, None))
     flags.update(_stage_flags("reasoning", reasoning, REASONING_LEVELS))
-    service = memory(config_path, flags, quiet=quiet)
+    service = memory(config_path, flags, {**FLAGS, "name": "--name"}, quiet=quiet)
     if not paths and not files_from and sys.stdin.isatty():
         raise UsageError("no input: name a PATH, or pipe text into `gb remember -`")
     batch = service.batch(
@@ -167,6 +173,7 @@ def remember_command(
         stages="embed" if no_graph else stages,
         trace=trace,
         all_branches=all_branches,
+        name=name,
         max_cost=max_cost,
         each_skipped=verbose,
     )

@@ -51,6 +51,12 @@ def plain() -> bool:
     return not stdout.is_terminal
 
 
+def _n(value: int) -> str:
+    """A count as a person reads it on a terminal (3,727); piped or in a file, as a
+    program reads it (3727)."""
+    return str(value) if plain() else f"{value:,}"
+
+
 def _cell(value: Any) -> str:
     return value.plain if isinstance(value, Text) else str(value)
 
@@ -167,7 +173,7 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         stdout.print(
             _assemble(
                 (source, "bold"),
-                f": {cut.tokens:,} tokens, fits in one chunk: not chunked ({sizing})",
+                f": {_n(cut.tokens)} tokens, fits in one chunk: not chunked ({sizing})",
             )
         )
         return
@@ -189,15 +195,15 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         section = [_text(c.section or "—", **cut_off)] if sections else []
         table.add_row(
             str(c.index),
-            f"{c.start_offset:,}",
-            f"{c.end_offset:,}",
-            f"{c.tokens:,}",
-            f"{c.overlap_tokens:,}",
+            _n(c.start_offset),
+            _n(c.end_offset),
+            _n(c.tokens),
+            _n(c.overlap_tokens),
             *([where(c.locations) or "—"] if located else []),
             *section,
             _text(first_words(c.text), **cut_off),
         )
-    table.caption = _text(f"{cut.tokens:,} tokens in {len(cut.chunks)} chunks ({sizing})")
+    table.caption = _text(f"{_n(cut.tokens)} tokens in {len(cut.chunks)} chunks ({sizing})")
     table.caption_justify = "left"
     emit(table, heading=True)
 
@@ -277,7 +283,7 @@ def _money(cost: float | None, unpriced: int = 0) -> str:
     known = "$0" if not cost else f"${cost:.4f}"
     if not unpriced:
         return known
-    return f"{known} + {unpriced:,} call{'s' if unpriced > 1 else ''} without a price"
+    return f"{known} + {_n(unpriced)} call{'s' if unpriced > 1 else ''} without a price"
 
 
 def remember_panel(done: Remembered) -> None:
@@ -295,7 +301,7 @@ def remember_panel(done: Remembered) -> None:
             f"{r[f'embedded_{k}']} {k}" for k in ("entities", "edges", "chunks", "summaries")
         ),
         f"LLM        {spend.calls} calls ({spend.reused} answers reused), "
-        f"{spend.input_tokens:,} in / {spend.output_tokens:,} out tokens",
+        f"{_n(spend.input_tokens)} in / {_n(spend.output_tokens)} out tokens",
         f"cost       {_money(spend.cost, spend.unpriced)}",
     ]
     if plain():  # no box: the source on its own line, whole, then one line a field
@@ -319,7 +325,7 @@ def trajectory(steps: list[dict[str, Any]]) -> None:
 def document_view(doc: dict[str, Any]) -> None:
     head = (
         f"document {doc['id']}  kind {doc['kind']}  source {doc['source'] or '—'}  "
-        f"state {doc['state']}  valid_at {doc['valid_at']}"
+        f"state {state_text(doc)}  valid_at {doc['valid_at']}"
     )
     stdout.print(_text(head, "bold"))
     read = doc.get("locations")
@@ -338,8 +344,8 @@ def document_view(doc: dict[str, Any]) -> None:
                 table,
                 str(c["chunk_index"]),
                 str(c["id"]),
-                f"{c['start_offset']:,}",
-                f"{c['end_offset']:,}",
+                _n(c["start_offset"]),
+                _n(c["end_offset"]),
                 str(c["tokens"]),
                 str(c["overlap_tokens"]),
                 *([where(c.get("locations")) or "—"] if located else []),
@@ -362,7 +368,7 @@ def chunk_view(view: dict[str, Any]) -> None:
     head = (
         f"chunk {view['chunk_index'] + 1} of {place['chunk_count'] or '?'} (id {view['id']}) "
         f"of document {document['id']}  source {document['source'] or '—'}  "
-        f"lines {view['line_start']}-{view['line_end']}  state {document['state']}"
+        f"lines {view['line_start']}-{view['line_end']}  state {state_text(document)}"
     )
     stdout.print(_text(head, "bold"))
     if view.get("locations"):
@@ -406,17 +412,35 @@ def documents_table(rows: list[dict[str, Any]]) -> None:
     cells = [_document_cells(row, terse=not plain()) for row in rows]
     if not plain():
         room = _room_for(columns, cells, stdout.width, column=2)
+        # At least "…/NAME": the other columns wrap before the file name is cut.
+        room = max(room, *(len(visible(_file_name(c[2]))) + 2 for c in cells), 0)
         cells = [(*c[:2], left_cut(c[2], room), *c[3:]) for c in cells]
     table = _table("documents", *columns)
     table.columns[2].max_width = None  # already fitted: never cut at its end
+    table.columns[2].no_wrap = True  # nor wrapped: the other text columns give way first
     for row, values in zip(rows, cells, strict=True):
         dim = "dim" if row.get("superseded_by") is not None and not plain() else None
         table.add_row(*(_text(v) for v in values), style=dim)
     emit(table)
 
 
+def state_text(document: dict[str, Any]) -> str:
+    """A document's status with the stages it still waits for: `incomplete: embed`."""
+    if document["status"] == "incomplete":
+        return f"incomplete: {', '.join(document['pending'])}"
+    return str(document["status"])
+
+
+def _file_name(path: str) -> str:
+    return path.rstrip("/").rpartition("/")[2] or path
+
+
 def _document_cells(row: dict[str, Any], *, terse: bool) -> tuple[str, ...]:
-    state = row["state"]
+    # On a terminal the state is its word and how many stages are left: the file name
+    # needs the room more than the stages' names, which gb show and --json give.
+    state = state_text(row)
+    if terse and row["status"] == "incomplete":
+        state = f"incomplete ({len(row['pending'])})"
     if terse and row.get("superseded_by") not in (None, row["id"]):  # by itself: removed
         state = f"superseded by {row['superseded_by']}"
     created = row["created_at"] or "—"
@@ -426,7 +450,7 @@ def _document_cells(row: dict[str, Any], *, terse: bool) -> tuple[str, ...]:
         row["source"] or "—",
         str(row["kind"]),
         f"{row['chunks_stored']}/{row['chunk_count'] or 0}",
-        f"{row['tokens'] or 0:,}",
+        _n(row["tokens"] or 0),
         str(state),
         short_time(created) if terse else created,
     )
@@ -487,7 +511,7 @@ def stats_table(counts: Any) -> None:
         ("output tokens", counts.output_tokens),
         ("cached tokens", counts.cached_tokens),
     ):
-        _row(table, name, f"{value:,}")
+        _row(table, name, _n(value))
     _row(table, "cost", _money(counts.cost, counts.unpriced))
     emit(table)
 
@@ -511,11 +535,11 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
         ("reasoning", row["reasoning"]),
         (
             "tokens",
-            f"{row['input_tokens']:,} in, {row['output_tokens']:,} out, "
-            f"{row['cached_tokens']:,} cached",
+            f"{_n(row['input_tokens'])} in, {_n(row['output_tokens'])} out, "
+            f"{_n(row['cached_tokens'])} cached",
         ),
         ("cost", cost),
-        ("duration", "—" if row["duration_ms"] is None else f"{row['duration_ms']:,} ms"),
+        ("duration", "—" if row["duration_ms"] is None else f"{_n(row['duration_ms'])} ms"),
         ("created", row["created_at"]),
         ("request", row["request_hash"] or "—"),
     ]

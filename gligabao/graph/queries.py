@@ -15,6 +15,7 @@ convex combination by default; `search.fusion` does not apply here).
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -27,6 +28,7 @@ from gligabao.store import Connection, vectors
 from gligabao.store import facts as store_facts
 from gligabao.store.artifacts import locations_of
 from gligabao.store.datasets import Dataset
+from gligabao.store.fts import words_of
 from gligabao.store.graph import normalize_name
 
 __all__ = [
@@ -138,6 +140,27 @@ class AmbiguousEntity(GbError):
         )
 
 
+# Words that tell no name from another: English function words, and the legal forms of
+# companies ("Globex Inc" is Globex). A name looked up must match on its other words.
+_FUNCTION_WORDS = "a an and the of at all in on to for by with from or nor is as its any"
+_LEGAL_FORMS = "inc incorporated corp corporation co company ltd limited llc plc gmbh ag sa"
+_COMMON_WORDS = frozenset(f"{_FUNCTION_WORDS} {_LEGAL_FORMS}".split())
+
+
+def _name_words(name: str) -> set[str]:
+    """The words of a name as the keyword index compares them: NFKC, casefolded, without
+    accents (as FTS5's unicode61 tokenizer folds them)."""
+    folded = unicodedata.normalize("NFKD", normalize_name(name))
+    return set(words_of("".join(c for c in folded if not unicodedata.combining(c)), 256))
+
+
+def _names_every_word(candidate: str, name: str) -> bool:
+    """Whether the entity name `candidate` holds every telling word of `name`: a lookup
+    that matched only on common words, or on some of its words, means no entity."""
+    telling = _name_words(name) - _COMMON_WORDS
+    return bool(telling) and telling <= _name_words(candidate)
+
+
 def find_entities(
     conn: Connection,
     dataset: Dataset,
@@ -145,7 +168,8 @@ def find_entities(
     query_vector: Vector | Callable[[], Vector] | None = None,
 ) -> list[dict[str, Any]]:
     """The entities `name` means: its id ("12"), else those with exactly that normalized
-    name (of any type), else the one entity whose name shares its words.
+    name (of any type), else the one entity whose name shares its words and holds every
+    telling one of them (not only "all" or "the").
     Several close matches, or none, raise AmbiguousEntity, which lists them (with no word
     in common, the nearest by `query_vector`, when given): a script never gets the wrong
     one silently."""
@@ -162,7 +186,7 @@ def find_entities(
     close = store_facts.entities(
         conn, dataset.id, ids=store_facts.entity_ids_fts(conn, dataset.id, name, 10, names=True)
     )
-    if len(close) == 1:
+    if len(close) == 1 and _names_every_word(close[0]["name"], name):
         return close
     if not close and query_vector is not None:
         vector = query_vector() if callable(query_vector) else query_vector

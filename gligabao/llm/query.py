@@ -7,7 +7,9 @@ wording as `client.LLM.embed`, which the pipeline uses for everything it stores.
 plain-HTTP endpoint reached with no proxy (a local server) gets one POST over a socket
 (as llm/wire.py does for the SDK): urllib's import, http.client and email with it, took
 ~20 ms of the ~40 that the vector half of a search waits. HTTPS and proxies go through
-urllib, which honours the same HTTP(S)_PROXY variables as the SDK's httpx.
+urllib, which honours the same HTTP(S)_PROXY variables as the SDK's httpx. A search
+asks once, within `search.query_timeout` (its `timeout` and `max_retries`): someone is
+waiting, and a search without its vector goes on by BM25.
 """
 
 from __future__ import annotations
@@ -51,13 +53,16 @@ def embed_query(
     env: Mapping[str, str] | None = None,
     backoff_base: float = 0.5,
     backoff_cap: float = 20.0,
+    timeout: float | None = None,
+    max_retries: int | None = None,
 ) -> Float32:
     """The embedding of `text` by `embeddings.model` at `embeddings.dimensions`.
 
     Retried like every LLM call (429 and 5xx after Retry-After or a backoff, timeouts,
     connection errors, a body that is not JSON or nested too deeply, a vector that
-    cannot be searched: NaN, zeros, 1e308) up to `llm.max_retries` times; raises
-    LLMError, free of secrets, when it cannot get one.
+    cannot be searched: NaN, zeros, 1e308) up to `max_retries` times (by default
+    `llm.max_retries`), each attempt bounded by `timeout` (by default `llm.timeout`);
+    raises LLMError, free of secrets, when it cannot get one.
     """
     env = os.environ if env is None else env
     endpoints = Endpoints.from_config(config, env)
@@ -67,8 +72,10 @@ def embed_query(
     if not text.strip():
         raise LLMError(EMBED_STAGE, model, "nothing to embed (the query is empty)")
     request = _request(endpoints, env, model, dimensions, text)
-    timeout: float = config["llm.timeout"]
-    max_retries: int = config["llm.max_retries"]
+    if timeout is None:
+        timeout = config["llm.timeout"]
+    if max_retries is None:
+        max_retries = config["llm.max_retries"]
     retries = 0
     while True:
         failure, answer = _attempt(request, timeout, endpoints, config)

@@ -36,6 +36,9 @@ class Source:
     data: bytes
     text: str
     document: FormattedDocument | None = None
+    # The name standard input is stored and shown under (gb remember - --name): two texts
+    # piped in are not both `-`.
+    stored_as: str | None = None
 
     @property
     def sha256(self) -> str:
@@ -54,13 +57,15 @@ class Source:
     def label(self) -> str:
         """How a run names it: the name, and a conversation's title after ``#``."""
         doc = self.document
-        return f"{self.name} #{doc.name}" if doc is not None and doc.kind == "chat" else self.name
+        name = self.stored_as or self.name
+        return f"{name} #{doc.name}" if doc is not None and doc.kind == "chat" else name
 
     def stored_source(self) -> str:
         """The source stored with the document, versions being matched by it: the file's
-        absolute path, ``#`` and the path id for a conversation; ``-`` for stdin."""
+        absolute path, ``#`` and the path id for a conversation; for stdin the name it was
+        given, else ``-``."""
         if self.path is None:
-            return STDIN
+            return self.stored_as or STDIN
         where = shown_name(os.path.abspath(self.name))
         if self.document is not None and self.document.path_id is not None:
             return f"{where}#{self.document.path_id}"

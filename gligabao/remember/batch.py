@@ -13,13 +13,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gligabao.calls import Budget, BudgetReached, Spend
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.read.files import shown_name
+from gligabao.read.files import STDIN, shown_name
 from gligabao.read.sources import Source, read_sources
 from gligabao.remember.document import Options, remember_async, require_embeddings
 from gligabao.remember.result import FAILED, LEFT, PENDING, Remembered
@@ -67,6 +67,8 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
         except GbError as exc:
             on_result(Remembered(name, FAILED, failure=exc))
             return
+        if name == STDIN and options.stdin_name is not None:
+            sources = [replace(s, stored_as=options.stdin_name) for s in sources]
         # A chat export: each conversation (and branch) is a document, reported as one.
         for source in sources:
             await remember_one(source.label, source)

@@ -119,6 +119,7 @@ class Options:
     force: bool = False  # remember again even when the same text is already stored whole
     stages: tuple[str, ...] | None = None  # None: config `stages` (see parse_stages)
     all_branches: bool = False  # a chat export's other branches too, each a document
+    stdin_name: str | None = None  # what standard input is stored and shown as (else `-`)
     # Told, as it happens, what a user waiting on the run should know (a wait on another run).
     on_notice: Callable[[str], None] | None = field(default=None, compare=False)
     # Told each step of each input as it happens (source name, step, its data): a batch's

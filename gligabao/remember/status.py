@@ -36,6 +36,12 @@ NOT_REMEMBERED = "not remembered"
 DELETED = "deleted"
 
 
+# The stage a document has pending for each stage a user chooses (config `stages`) that
+# a run did not do.
+_PENDING_OF = {"graph": "extract_graph", "summaries": "summarize_chunk", "embed": "embed"}
+ALL_STAGES = tuple(_PENDING_OF)
+
+
 @dataclass(frozen=True, slots=True)
 class SyncStatus:
     source: str
@@ -44,18 +50,32 @@ class SyncStatus:
     detail: str
 
 
+def still_to_do(document: dict[str, Any], stages: Iterable[str] = ALL_STAGES) -> list[str]:
+    """The stages pending on a document that a run of `stages` (the configured ones)
+    would do: the graph and summaries an embeddings-only setup leaves are not owed."""
+    not_run = {_PENDING_OF[s] for s in _PENDING_OF if s not in stages}
+    return [s for s in artifacts.pending_stages(document) if s not in not_run]
+
+
 def sync_status(
-    conn: Connection, source: Source, dataset_id: int | None, settings: ChunkSettings
+    conn: Connection,
+    source: Source,
+    dataset_id: int | None,
+    settings: ChunkSettings,
+    stages: Iterable[str] = ALL_STAGES,
 ) -> SyncStatus:
+    """How a file stands against what is stored of it, judged by the `stages` a run of
+    this configuration does."""
     document = remembered_document(conn, source, dataset_id)
     if document is None:
         return SyncStatus(source.label, NOT_REMEMBERED, None, "no document from this path")
     doc_id = document["id"]
     if document["content_sha256"] != source.sha256:
         return SyncStatus(source.label, CHANGED, doc_id, _changed(conn, document, source, settings))
-    if document["status"] != "complete" or artifacts.pending_stages(document):
-        stages = " ".join(artifacts.pending_stages(document)) or "chunks"
-        return SyncStatus(source.label, INCOMPLETE, doc_id, f"still to do: {stages}")
+    owed = still_to_do(document, tuple(stages))
+    if document["status"] != "complete" or owed:
+        said = " ".join(owed) or "chunks"
+        return SyncStatus(source.label, INCOMPLETE, doc_id, f"still to do: {said}")
     stored = artifacts.chunk_layout(conn, doc_id)
     current = _layout(cut_source(source, settings))
     if stored != current:

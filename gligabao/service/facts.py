@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from gligabao.graph import queries
 from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
-from gligabao.service.searching import Notice, query_vector
+from gligabao.service.searching import Notice, or_bm25, query_vector
 
 if TYPE_CHECKING:
     from gligabao.config import Config
@@ -60,21 +60,25 @@ def facts(
     """The facts of `dataset` (gb facts): `about` names an entity (name or id)."""
     entity_ids = [e["id"] for e in queries.find_entities(conn, dataset, about)] if about else None
     vector = query_vector(config, conn, dataset, query, "edges", notice) if query else None
-    return queries.facts(
-        conn,
-        dataset,
-        query,
-        about=entity_ids,
-        at=at,
-        known_at=known_at,
-        closed=closed,
-        relation=relation.upper() if relation else None,
-        session=session,
-        limit=limit,
-        query_vector=vector,
-        depth=config["search.depth"],
-        rrf_k=config["search.rrf_k"],
-    )
+
+    def run(with_vectors: bool) -> list[Fact]:
+        return queries.facts(
+            conn,
+            dataset,
+            query,
+            about=entity_ids,
+            at=at,
+            known_at=known_at,
+            closed=closed,
+            relation=relation.upper() if relation else None,
+            session=session,
+            limit=limit,
+            query_vector=vector if with_vectors else None,
+            depth=config["search.depth"],
+            rrf_k=config["search.rrf_k"],
+        )
+
+    return or_bm25(run, notice)[0] if vector is not None else run(False)
 
 
 def entity(
@@ -83,7 +87,12 @@ def entity(
     """One entity by name or id (gb entity)."""
     # Only for a name no entity has: no word on how it was looked up.
     vector = query_vector(config, conn, dataset, name, "entities", None)
-    return queries.entity(conn, dataset, name, at=at, depth=depth, query_vector=vector)
+
+    def run(with_vectors: bool) -> EntityView:
+        near = vector if with_vectors else None
+        return queries.entity(conn, dataset, name, at=at, depth=depth, query_vector=near)
+
+    return or_bm25(run, None)[0] if vector is not None else run(False)
 
 
 def entities(
@@ -91,15 +100,19 @@ def entities(
 ) -> list[Entity]:
     """Entities by name, or searched by `query` (gb entities)."""
     vector = query_vector(config, conn, dataset, query, "entities", notice) if query else None
-    return queries.entities(
-        conn,
-        dataset,
-        query,
-        limit=limit,
-        query_vector=vector,
-        depth=config["search.depth"],
-        rrf_k=config["search.rrf_k"],
-    )
+
+    def run(with_vectors: bool) -> list[Entity]:
+        return queries.entities(
+            conn,
+            dataset,
+            query,
+            limit=limit,
+            query_vector=vector if with_vectors else None,
+            depth=config["search.depth"],
+            rrf_k=config["search.rrf_k"],
+        )
+
+    return or_bm25(run, notice)[0] if vector is not None else run(False)
 
 
 def why(conn: Any, dataset: Dataset, fact_id: int) -> Why | None:

@@ -433,12 +433,14 @@ class Memory:
     def status(
         self, paths: Sequence[str], *, recursive: bool = False, glob: Sequence[str] = ()
     ) -> Sync:
-        """Whether files are stored as they and the settings cut them now (as `gb
-        status`): iterate the result for each one's state."""
+        """Whether files are stored as they and the settings cut them now, with the
+        stages a remember of this configuration does (as `gb status`): iterate the
+        result for each one's state."""
         from gligabao.read.discovery import discover
-        from gligabao.service.sync import Sync, folders_walked
+        from gligabao.service.sync import Sync, folders_walked, stages_owed
 
         settings = self.config.chunk_settings()  # a cut that cannot be: refused first
+        stages = stages_owed(self.config)
         names = discover(list(paths), recursive=recursive, globs=glob).inputs
         if not names:
             raise UsageError("name the files to check (or -r FOLDER)")
@@ -450,7 +452,7 @@ class Memory:
             found = find_dataset(conn, self.dataset)
             return conn, found and found.id
 
-        return Sync(names, folders_walked(paths, recursive), settings, connect)
+        return Sync(names, folders_walked(paths, recursive), settings, connect, stages)
 
     # ---- writing
 
@@ -516,8 +518,9 @@ class Memory:
         kind: str = "document",
         force: bool = False,
     ) -> Remembered:
-        """Remember a text as `gb remember -` remembers standard input (`name` is how the
-        result and messages call it); a text refused or a run that fails raises."""
+        """Remember a text as `gb remember -` remembers standard input: stored and shown
+        as `name` (the source of its document, as --name gives it), else as `-`; a text
+        refused or a run that fails raises."""
         from gligabao.service.remembering import remember_text
 
         how = {"session": session, "valid_at": valid_at, "kind": kind, "force": force}

@@ -124,9 +124,11 @@ def run_options(
     stages: str | None = None,
     trace: bool = False,
     all_branches: bool = False,
+    name: str | None = None,
 ) -> Options:
     """A run's options, its arguments checked; the configured stages refused before any
-    input is read. `stages` as --stages names them (None: the configuration's)."""
+    input is read. `stages` as --stages names them (None: the configuration's); `name`
+    is what standard input is stored and shown as."""
     from gligabao.remember.document import Options, parse_stages
 
     parse_stages(config["stages"], "config stages")
@@ -142,8 +144,16 @@ def run_options(
         stages=chosen or None,
         trace=trace,
         all_branches=all_branches,
+        stdin_name=_stdin_name(checks, name),
         on_notice=on_notice,
     )
+
+
+def _stdin_name(checks: Checks, name: str | None) -> str | None:
+    """The name standard input is stored under, checked: a text that says something."""
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise UsageError(f"{checks.name('name')} must name the text, not {name!r}")
+    return name
 
 
 def prepare(
@@ -170,6 +180,8 @@ def prepare(
     max_cost = checks.amount("max_cost", max_cost)
     options = run_options(config, checks, on_notice, **how)
     found = discover(paths, recursive=recursive, globs=glob, files_from=files_from, null_sep=null)
+    if options.stdin_name is not None and STDIN not in found.inputs:
+        raise UsageError(f"{checks.name('name')} names standard input: remember - with it")
     for said in skip_notices(found, each=each_skipped) if on_notice is not None else ():
         on_notice(said)
     budget = budget_for(config, max_cost)
@@ -189,8 +201,8 @@ def remember_text(
     name: str | None,
     how: dict[str, Any],
 ) -> Remembered:
-    """A text remembered as `gb remember -` remembers standard input, `name` how the
-    result and messages call it; a text refused or a run that fails raises."""
+    """A text remembered as `gb remember - --name NAME` remembers standard input: stored
+    and shown as `name` (else `-`); a text refused or a run that fails raises."""
     from gligabao.llm import LLM
     from gligabao.read.files import decode
     from gligabao.read.sources import Source
@@ -198,10 +210,10 @@ def remember_text(
 
     if not isinstance(text, str):
         raise UsageError(f"the text to remember must be a str, not {type(text).__name__}")
-    shown = name or STDIN
+    options = run_options(config, checks, on_notice, name=name, **how)
+    shown = options.stdin_name or STDIN
     data = text.encode("utf-8", "surrogatepass")
-    source = Source(STDIN, data, decode(shown, data))
-    options = run_options(config, checks, on_notice, **how)
+    source = Source(STDIN, data, decode(shown, data), stored_as=options.stdin_name)
     llm = LLM(config)  # a client that cannot be made: refused before the file is created
     done = remember(connect(), source, config, llm, options)
     return dataclasses.replace(done, source=shown)

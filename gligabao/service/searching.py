@@ -5,8 +5,9 @@ best hits reordered by the chat model when asked."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from gligabao.errors import GbError
 from gligabao.search.hybrid import (
     OTHER_MODEL,
     Hit,
@@ -22,22 +23,30 @@ if TYPE_CHECKING:
     from gligabao.llm.float32 import Float32
     from gligabao.store.datasets import Dataset
 
-__all__ = ["Hits", "embedder", "search_chunks"]
+__all__ = ["Hits", "embedder", "or_bm25", "search_chunks"]
 
 Notice = Callable[[str], None]
+T = TypeVar("T")
 
 
 class Hits(list[Hit]):
-    """The hits of one search, best first, and why they are in fused order when a rerank
-    was asked for and did not happen (None otherwise)."""
+    """The hits of one search, best first; why they are in fused order when a rerank was
+    asked for and did not happen, and why a hybrid search went on by BM25 alone (each
+    None otherwise)."""
 
-    def __init__(self, hits: list[Hit], notice: str | None = None) -> None:
+    def __init__(
+        self, hits: list[Hit], notice: str | None = None, fallback: str | None = None
+    ) -> None:
         super().__init__(hits)
         self.notice = notice
+        self.fallback = fallback
 
     def as_json(self) -> list[dict[str, Any]]:
-        """What `gb search --json` prints, one object a line: each hit, with the notice."""
-        extra = {} if self.notice is None else {"notice": self.notice}
+        """What `gb search --json` prints, one object a line: each hit, with the notice
+        and, after a fallback, the method that ran and why."""
+        extra: dict[str, Any] = {} if self.notice is None else {"notice": self.notice}
+        if self.fallback is not None:
+            extra |= {"method": "bm25", "fallback": self.fallback}
         return [{**hit.as_json(), **extra} for hit in self]
 
 
@@ -49,9 +58,32 @@ def embedder(config: Config, text: str) -> Callable[[], Float32]:
     def embedded() -> Float32:
         from gligabao.llm.query import embed_query
 
-        return embed_query(config, text)
+        # Asked once, briefly: someone waits, and the search can go on without it.
+        return embed_query(config, text, timeout=config["search.query_timeout"], max_retries=0)
 
     return embedded
+
+
+def _unembedded(error: GbError) -> bool:
+    """Whether `error` is the query's embedding that could not be had."""
+    from gligabao.llm.endpoint import EMBED_STAGE, LLMError
+
+    return isinstance(error, LLMError) and error.stage == EMBED_STAGE
+
+
+def or_bm25(run: Callable[[bool], T], notice: Notice | None) -> tuple[T, str | None]:
+    """`run(True)`, a search with its query's vector; when that vector cannot be had,
+    `run(False)`, by BM25 alone, said to `notice`. Returns the result and why it went on
+    without vectors (None when it did not)."""
+    try:
+        return run(True), None
+    except GbError as error:
+        if not _unembedded(error):
+            raise
+        why = f"the query could not be embedded ({error}); searching by BM25 only"
+    if notice is not None:
+        notice(why)
+    return run(False), why
 
 
 def query_vector(
@@ -73,18 +105,21 @@ def query_vector(
     return embedder(config, text)
 
 
-def _method(config: Config, conn: Any, dataset: Dataset, method: str, notice: Notice) -> str:
-    """The method to run: bm25 (with a notice) when vectors cannot be searched; a refusal
-    when the dataset's vectors and the query's would not compare."""
+def _method(
+    config: Config, conn: Any, dataset: Dataset, method: str, notice: Notice
+) -> tuple[str, str | None]:
+    """The method to run and, when it is bm25 for want of vectors, why (also said to
+    `notice`); a refusal when the dataset's vectors and the query's would not compare."""
     if method == "bm25":
-        return method
+        return method, None
     obstacle = vector_obstacle(config, conn, dataset)
     if obstacle == OTHER_MODEL:
         raise other_model(config, dataset)
     if obstacle is not None:
-        notice(bm25_only(obstacle, dataset))
-        return "bm25"
-    return method
+        why = bm25_only(obstacle, dataset)
+        notice(why)
+        return "bm25", why
+    return method, None
 
 
 def search_chunks(
@@ -102,29 +137,38 @@ def search_chunks(
 ) -> Hits:
     """The k best hits for `query` (gb search): reranked by the chat model if `rerank`,
     and the rerank's notice said when it could not be."""
-    method = _method(config, conn, dataset, method, notice)
+    chosen, fallback = _method(config, conn, dataset, method, notice)
     reranker = None
     if rerank:
         from gligabao.search.rerank import Reranker
 
         reranker = Reranker(config, conn, dataset)
-    hits = search(
-        conn,
-        dataset,
-        query,
-        method=method,
-        k=k if reranker is None else reranker.candidates(k),
-        query_vector=None if method == "bm25" else embedder(config, query),
-        depth=config["search.depth"],  # search() takes at least k from each method
-        fusion=fusion_for(config, dataset),
-        exact=config["search.exact"],
-        session=session,
-        role=role,
-    )
+
+    def run(with_vectors: bool) -> list[Hit]:
+        how = chosen if with_vectors else "bm25"
+        return search(
+            conn,
+            dataset,
+            query,
+            method=how,
+            k=k if reranker is None else reranker.candidates(k),
+            query_vector=None if how == "bm25" else embedder(config, query),
+            depth=config["search.depth"],  # search() takes at least k from each method
+            fusion=fusion_for(config, dataset),
+            exact=config["search.exact"],
+            session=session,
+            role=role,
+        )
+
+    if chosen == "hybrid":  # --method vector fails rather than search otherwise
+        hits, unembedded = or_bm25(run, notice)
+        fallback = unembedded or fallback
+    else:
+        hits = run(True)
     if reranker is None:
-        return Hits(hits)
+        return Hits(hits, fallback=fallback)
     with reranker:
         reranked = reranker.rerank(query, hits)
     if reranked.notice is not None:
         notice(reranked.notice)
-    return Hits(reranked.hits[:k], reranked.notice)
+    return Hits(reranked.hits[:k], reranked.notice, fallback)

@@ -9,11 +9,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from gligabao.chunk import ChunkSettings
+from gligabao.config import Config
 from gligabao.errors import InputError
 from gligabao.read.sources import read_sources
 from gligabao.remember.status import SyncStatus, deleted_files, sync_status
 
-__all__ = ["Sync"]
+__all__ = ["Sync", "stages_owed"]
 
 # (connection, dataset id or None): opened once a first input could be read.
 Connect = Callable[[], tuple[Any, int | None]]
@@ -29,6 +30,7 @@ class Sync:
     folders: list[str]
     settings: ChunkSettings
     connect: Connect
+    stages: tuple[str, ...]  # what a run does (stages_owed): what a document must have done
     files: int = 0  # inputs and files gone, as they are checked
 
     def __iter__(self) -> Iterator[SyncStatus | InputError]:
@@ -40,7 +42,9 @@ class Sync:
                 sources = read_sources(name)  # a chat export: each conversation, in turn
                 if conn is None:  # once a file is read: a missing file alone is still exit 3
                     conn, dataset_id = self.connect()
-                results = [sync_status(conn, s, dataset_id, self.settings) for s in sources]
+                results = [
+                    sync_status(conn, s, dataset_id, self.settings, self.stages) for s in sources
+                ]
             except InputError as exc:
                 yield exc
                 continue
@@ -48,6 +52,19 @@ class Sync:
         gone = deleted_files(conn, dataset_id, self.folders, self.inputs) if conn else []
         self.files += len(gone)
         yield from gone
+
+
+def stages_owed(config: Config) -> tuple[str, ...]:
+    """The stages a `gb remember` run of this configuration does, which a document in
+    sync has done: config `stages`, embeddings alone where only they have an endpoint."""
+    from gligabao.llm.endpoint import Endpoints
+    from gligabao.remember.document import EMBED_ONLY, parse_stages
+
+    stages = parse_stages(config["stages"], "config stages")
+    endpoints = Endpoints.from_config(config)
+    if not endpoints.chat_available and endpoints.embeddings_available:
+        return EMBED_ONLY
+    return stages
 
 
 def folders_walked(paths: Sequence[str], recursive: bool) -> list[str]:

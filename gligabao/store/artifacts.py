@@ -152,14 +152,19 @@ def pending_stages(artifact: Mapping[str, Any]) -> list[str]:
     return artifact["pending"].split()
 
 
-def document_state(document: Mapping[str, Any], chunk_pending: Iterable[str] = ()) -> str:
-    """`superseded`, `removed`, `complete`, or `incomplete: STAGE, ...`: the stages pending
-    on the document or on any of its chunks (`chunks` when a run left them unstored)."""
-    if document.get("superseded_by") is not None:
-        return REMOVED if document["superseded_by"] == document["id"] else SUPERSEDED
+def document_state(
+    document: Mapping[str, Any], chunk_pending: Iterable[str] = ()
+) -> dict[str, Any]:
+    """How a document stands, as every face shows it: `status`, one word (`complete`,
+    `incomplete`, `superseded` or `removed`), and `pending`, the stages still to do on it
+    or on any of its chunks (`chunks` first when a run left some unstored)."""
     todo = [] if document["status"] == COMPLETE else ["chunks"]
     todo += _pending(" ".join([document["pending"], *chunk_pending])).split()
-    return f"{INCOMPLETE}: {', '.join(todo)}" if todo else COMPLETE
+    if document.get("superseded_by") is not None:
+        status = REMOVED if document["superseded_by"] == document["id"] else SUPERSEDED
+    else:
+        status = INCOMPLETE if todo else COMPLETE
+    return {"status": status, "pending": todo}
 
 
 def _chunks_pending(conn: Connection, document_id: int) -> list[str]:
@@ -420,7 +425,7 @@ def get_document(conn: Connection, artifact_id: int) -> dict[str, Any]:
     `summary` (the artifact's own summary when it is a chunk), and the `entities` and
     `edges` linked to it or to its chunks (edges with source_name and target_name).
     Summaries carry `model` and `reasoning` from their inference. A document also has
-    its `state` (document_state).
+    its `status` and `pending` (document_state) in place of those columns.
     """
     doc = _require(conn, artifact_id)
     chunks = _rows(
@@ -448,7 +453,7 @@ def get_document(conn: Connection, artifact_id: int) -> dict[str, Any]:
     doc["chunks"] = chunks
     doc["summary"] = summaries.get(artifact_id)
     if doc["parent_id"] is None:
-        doc["state"] = document_state(doc, _chunks_pending(conn, artifact_id))
+        doc.update(document_state(doc, _chunks_pending(conn, artifact_id)))
     from gligabao.store import graph  # here: a search, which never shows, is spared it
 
     doc["entities"] = graph.entities_for_artifacts(conn, ids)
@@ -515,7 +520,7 @@ def _place_words(place: Mapping[str, Any]) -> str:
 def get_chunk(conn: Connection, artifact_id: int) -> dict[str, Any]:
     """A chunk, or what hangs off one (its summary, its situating context), as `gb show`
     needs it: the chunk row with `place` (artifact_place of the id asked for), `document`
-    (id, source, state), `line_start`/`line_end` (1-based lines of its byte span),
+    (id, source, status, pending), `line_start`/`line_end` (1-based lines of its byte span),
     `summary`, `situating_context`, and the `entities` and `edges` linked to it."""
     place = artifact_place(conn, artifact_id)
     if place["chunk_id"] is None:
@@ -529,7 +534,7 @@ def get_chunk(conn: Connection, artifact_id: int) -> dict[str, Any]:
         "id": document["id"],
         "source": document["source"],
         **({"locations": located} if located else {}),  # a PDF's, a chat's: else none
-        "state": document_state(document, _chunks_pending(conn, document["id"])),
+        **document_state(document, _chunks_pending(conn, document["id"])),
     }
     view["line_start"], view["line_end"] = _line_span(
         document["text"], view["start_offset"], view["end_offset"]
@@ -557,8 +562,8 @@ def list_documents(
     session: str | None = None,
 ) -> list[dict[str, Any]]:
     """Documents, newest first, without their text: a `preview` (first 120 characters),
-    the `dataset` name, `chunks_stored` and the `state` (document_state) instead; only
-    those of `session` when it is given."""
+    the `dataset` name, `chunks_stored`, and its `status` and `pending` (document_state)
+    in place of those columns; only those of `session` when it is given."""
     where = ["a.parent_id IS NULL"]
     params: list[Any] = []
     if dataset_id is not None:
@@ -585,7 +590,7 @@ def list_documents(
         [*params, limit, offset],
     )
     for row in rows:
-        row["state"] = document_state(row, [row.pop("chunks_pending") or ""])
+        row.update(document_state(row, [row.pop("chunks_pending") or ""]))
     return rows
 
 

@@ -336,8 +336,9 @@ def test_a_failing_call_to_a_url_holding_a_key_never_shows_it(
     for result in results:
         said = result.stdout + result.stderr
         assert SECRET not in said and KEY2 not in said, said
-        assert result.exit_code != 0
-    for result in results[1:]:
+    assert results[0].exit_code != 0
+    for result in results[1:]:  # reads go on by BM25 alone, saying why in one line
+        assert result.exit_code == 0
         assert f"could not reach http://****@127.0.0.1:{port}/v1?api_key=****" in _one_line(result)
     data = b"".join(p.read_bytes() for p in Path(".").glob(DB + "*"))
     assert SECRET.encode() not in data and KEY2.encode() not in data

@@ -154,3 +154,36 @@ def test_list_on_a_terminal_keeps_file_names_shows_minutes_and_marks_superseded(
     assert not re.search(r"T\d\d:\d\d:\d\d", shown), shown
     # the old version of alpha.txt says it is superseded, and by which document
     assert sum(f"superseded by {current['id']}" in r for r in rows) == 1, shown
+
+
+@pytest.mark.parametrize("columns", [100, 120])
+def test_list_on_a_terminal_shortens_the_state_before_the_file_name(gb_process, columns) -> None:
+    path = Path.cwd().joinpath(*FOLDERS) / "alpha_report_2024.txt"
+    write(path, story(1, paragraphs=3))
+    assert gb_process("remember", str(path)).returncode == 0  # offline: stages pending
+
+    shown = _on_a_terminal("list", columns=columns)
+    assert "…/alpha_report_2024.txt" in shown, shown  # the file name whole
+    assert re.search(r"incomplete +(\(\d\)|│)", shown) and "extract_graph" not in shown, shown
+    assert max(len(line) for line in shown.splitlines()) <= columns, shown
+    # Off the terminal, each field whole: the stages by name.
+    piped = gb_process("list").stdout.decode()
+    assert str(path) in piped and "incomplete: extract_graph" in piped, piped
+
+
+SEPARATED = re.compile(r"\b\d{1,3}(?:,\d{3})+\b")  # 3,727
+
+
+def test_numbers_are_plain_when_piped_and_separated_on_a_terminal(gb_process) -> None:
+    write("long.txt", story(2, paragraphs=40))  # thousands of bytes and tokens
+    assert gb_process("remember", "long.txt").returncode == 0  # offline
+
+    for command in (("chunk-preview", "long.txt"), ("list",), ("stats",), ("show", "1")):
+        out = _out(gb_process, *command)
+        assert not SEPARATED.search(out), (command, out)
+    preview = _out(gb_process, "chunk-preview", "long.txt")
+    assert re.search(r"^\d+\t\d{4,}\t\d{4,}\t", preview, re.MULTILINE), preview
+    assert re.search(r"\t\d{4,}\t", _out(gb_process, "list")), "tokens, whole"
+
+    shown = _on_a_terminal("chunk-preview", "long.txt", columns=150)
+    assert SEPARATED.search(shown), shown  # for a person: 3,727

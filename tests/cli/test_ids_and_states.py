@@ -14,11 +14,15 @@ from typing import Any
 import apsw
 import pytest
 
+from gligabao import Memory
 from gligabao.errors import ExitCode
 from gligabao.store import artifacts, datasets, open_db
 from tests.support.helpers import DB, absolute, configure, count, gb, rows, story, write
 
 OFFLINE = "incomplete: extract_graph, summarize_chunk, embed"
+# The same, as --json and Memory say it: one status word, and the stages still to do.
+OFFLINE_JSON = {"status": "incomplete", "pending": ["extract_graph", "summarize_chunk", "embed"]}
+COMPLETE_JSON = {"status": "complete", "pending": []}
 
 
 def _one_line(text: str) -> str:
@@ -44,6 +48,10 @@ def _summary_of(chunk_id: int) -> dict[str, Any]:
     return summary
 
 
+def _state(document: dict[str, Any]) -> dict[str, Any]:
+    return {"status": document["status"], "pending": document["pending"]}
+
+
 def _remembered(gb_cli, text: str) -> tuple[int, str]:
     path = write(absolute("report.txt"), text)
     result = gb(gb_cli, "remember", str(path), "--json")
@@ -64,18 +72,19 @@ def test_an_offline_document_is_incomplete_everywhere_until_an_online_run(
     assert OFFLINE in table and "\tcomplete\t" not in table
     assert f"state {OFFLINE}" in gb(gb_cli, "show", str(doc_id)).stdout
     (listed,) = _list_json(gb_cli)
-    assert listed["state"] == OFFLINE
-    assert listed["status"] == "complete"  # the old fields stay, for scripts
+    assert _state(listed) == OFFLINE_JSON and "state" not in listed  # one field, one word
     shown = json.loads(gb(gb_cli, "show", str(doc_id), "--json").stdout)
-    assert shown["state"] == OFFLINE
+    assert _state(shown) == OFFLINE_JSON and "state" not in shown
+    with Memory(DB) as memory:
+        assert [_state(d) for d in memory.documents()] == [OFFLINE_JSON]
     assert json.loads(gb(gb_cli, "stats", "--json").stdout)["incomplete"] == 1
     assert "incomplete documents" in gb(gb_cli, "stats").stdout
 
     configure(monkeypatch, server, COLUMNS="200")
     gb(gb_cli, "remember", absolute("report.txt"))
     (listed,) = _list_json(gb_cli)
-    assert listed["state"] == "complete"
-    assert json.loads(gb(gb_cli, "show", str(doc_id), "--json").stdout)["state"] == "complete"
+    assert _state(listed) == COMPLETE_JSON
+    assert _state(json.loads(gb(gb_cli, "show", str(doc_id), "--json").stdout)) == COMPLETE_JSON
     assert json.loads(gb(gb_cli, "stats", "--json").stdout)["incomplete"] == 0
     table = gb(gb_cli, "list").stdout
     assert "\tcomplete\t" in table and "incomplete" not in table
@@ -87,8 +96,8 @@ def test_a_superseded_version_says_so_and_only_current_documents_count_as_incomp
     configure(monkeypatch, None, COLUMNS="200")
     old_id, _ = _remembered(gb_cli, story(6, paragraphs=3))
     new_id, _ = _remembered(gb_cli, story(7, paragraphs=3))  # same file, new content
-    states = {d["id"]: d["state"] for d in _list_json(gb_cli, "--all")}
-    assert states == {new_id: OFFLINE, old_id: "superseded"}
+    states = {d["id"]: d["status"] for d in _list_json(gb_cli, "--all")}
+    assert states == {new_id: "incomplete", old_id: "superseded"}
     assert "superseded" in gb(gb_cli, "list", "--all").stdout
     assert json.loads(gb(gb_cli, "stats", "--json").stdout)["incomplete"] == 1
 
@@ -98,9 +107,9 @@ def test_a_document_still_storing_is_incomplete(tmp_path) -> None:
     ds = datasets.get_or_create_dataset(conn, "default")
     doc = artifacts.insert_document(conn, dataset_id=ds.id, text="a b", chunk_count=2)
     (listed,) = artifacts.list_documents(conn, ds.id)
-    assert listed["state"] == "incomplete: chunks"
+    assert _state(listed) == {"status": "incomplete", "pending": ["chunks"]}
     artifacts.update_status(conn, doc, "complete")
-    assert artifacts.get_document(conn, doc)["state"] == "complete"
+    assert _state(artifacts.get_document(conn, doc)) == COMPLETE_JSON
 
 
 # ------------------------------------------------------------------ 5: chunk ids
@@ -139,7 +148,7 @@ def test_forget_refuses_a_chunk_or_summary_id_naming_its_document(gb_cli, online
     assert watcher.execute("PRAGMA data_version").fetchall() == version  # nothing committed
     watcher.close()
     assert _snapshot() == before
-    assert json.loads(gb(gb_cli, "list", "--json").stdout)["state"] == "complete"
+    assert json.loads(gb(gb_cli, "list", "--json").stdout)["status"] == "complete"
 
     gb(gb_cli, "forget", str(doc_id))  # the document itself: everything goes
     assert count("SELECT count(*) FROM gb_artifacts") == 0
@@ -164,7 +173,7 @@ def test_show_of_a_chunk_shows_it_with_its_document_summary_and_facts(
     assert _one_line(chunk["text"]) in human and _one_line(summary["text"]) in human
 
     view = json.loads(gb(gb_cli, "show", str(chunk["id"]), "--json").stdout)
-    assert view["document"] == {"id": doc_id, "source": source, "state": "complete"}
+    assert view["document"] == {"id": doc_id, "source": source, **COMPLETE_JSON}
     assert (view["chunk_index"], view["text"]) == (2, chunk["text"])
     assert (view["line_start"], view["line_end"]) == (first, last)
     assert view["summary"]["text"] == summary["text"]

@@ -63,6 +63,7 @@ DEFAULTS = {
     "search.vector_weight": 0.5,
     "search.rrf_k": 60,
     "search.depth": 50,
+    "search.query_timeout": 2.0,
     "search.exact": False,
     "search.rerank": False,
     "search.rerank_depth": 20,
@@ -374,3 +375,39 @@ def test_example_documents_every_key() -> None:
         at = next(i for i, line in enumerate(lines) if line.lstrip("# ").startswith(f"{key} ="))
         assert lines[at - 1].startswith("#") or section == "reasoning", setting.key
     assert any(line.startswith('# "') and "input =" in line for line in sections["prices"])
+
+
+@pytest.mark.parametrize(
+    ("where", "value", "problem"),
+    [
+        ("file", "not a url at all", "it must begin with http:// or https://"),
+        ("GB_LLM_BASE_URL", "localhost:8080/v1", "it must begin with http:// or https://"),
+        ("OPENAI_BASE_URL", "http:///v1", "it names no host"),
+        ("GB_EMBEDDINGS_BASE_URL", "http://host:port/v1", "it cannot be read as a URL"),
+    ],
+)
+def test_a_base_url_that_is_no_url_stops_gb_before_anything_is_stored(
+    gb_cli, monkeypatch, where: str, value: str, problem: str
+) -> None:
+    key = "embeddings.base_url" if "EMBEDDINGS" in where else "llm.base_url"
+    if where == "file":
+        Path("gligabao.toml").write_text(f'[llm]\nbase_url = "{value}"\n')
+        source = "gligabao.toml"
+    else:
+        monkeypatch.setenv(where, value)
+        source = f"env {where}"
+    Path("notes.txt").write_text("Alice met Bruno in Oslo.\n")
+
+    result = gb_cli("remember", "notes.txt")
+    assert result.exit_code == 5, result.stderr
+    line = one_line(result.stderr)
+    assert line.startswith(f"gb: {key} = {value!r} (from {source}) is not an endpoint URL: ")
+    assert problem in line
+    assert not Path("gligabao.db").exists()  # refused before anything is stored
+
+
+def test_a_key_in_a_base_url_that_is_no_url_is_not_shown(gb_cli, monkeypatch) -> None:
+    monkeypatch.setenv("GB_LLM_BASE_URL", "ftp://user:s3cret-key@example.org/v1")
+    result = gb_cli("list")
+    assert result.exit_code == 5
+    assert "s3cret-key" not in result.stderr and "ftp://****@example.org/v1" in result.stderr

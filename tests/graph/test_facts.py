@@ -11,7 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.support.helpers import configure, gb, rows, write
+from gligabao import AmbiguousEntity, Memory
+from tests.support.helpers import DB, configure, gb, rows, write
 
 DOCS = {
     "y2015.txt": (
@@ -372,3 +373,21 @@ def test_the_response_shows_a_fact_stored_already_over(gb_cli, online, texts) ->
     line = gb(gb_cli, "remember", "y2015.txt", "--json").stdout
     (acme,) = [e for e in json.loads(line)["edges"] if e["target"] == "Acme Corp"]
     assert acme["created"] and acme["invalid_at"].startswith("2021-09-01")  # by Initech
+
+
+def test_a_name_that_matches_on_common_or_some_words_is_no_entity(gb_cli, online) -> None:
+    write("ui.txt", "Greta Keller pressed Select All in Oslo.\n")
+    gb(gb_cli, "remember", "ui.txt", "--quiet")
+    assert json.loads(gb(gb_cli, "entity", "select all", "--json").stdout)["name"] == "Select All"
+    assert json.loads(gb(gb_cli, "entity", "KELLER", "--json").stdout)["name"] == "Greta Keller"
+
+    # "all" is the only word in common: no entity, the close one listed, exit 1.
+    result = gb(gb_cli, "entity", "nobody at all", code=1)
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("gb: no entity is named exactly 'nobody at all'; close ones: ")
+    assert "Select All" in line and "by its id" in line and not result.stdout
+    # One word of two in common: not the one meant either.
+    assert "Greta Keller" in gb(gb_cli, "entity", "Greta Nobody", code=1).stderr
+    assert "Select All" in gb(gb_cli, "facts", "--about", "the all", code=1).stderr
+    with Memory(DB) as memory, pytest.raises(AmbiguousEntity):  # as gb mcp's entity asks
+        memory.entity("nobody at all")

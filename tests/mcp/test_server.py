@@ -314,9 +314,14 @@ def test_no_api_key_in_any_answer_even_one_that_fails(graph, server) -> None:
     server.add_fault(Fault("500", endpoint="any", times=-1))
 
     async def check(session: ClientSession) -> None:
-        # Its documents are short, each with its own vector: the query's embedding fails.
-        searched = await refused(session, "search", {"query": "Initech"})
+        # Its documents are short, each with its own vector: the query's embedding fails,
+        # which a hybrid search goes on without; a vector search cannot.
+        searched = await refused(session, "search", {"query": "Initech", "method": "vector"})
         assert "HTTP 500" in searched
+        hits = await call(session, "search", {"query": "Initech"})
+        assert (
+            "HTTP 500" in hits.content[0].text and "searching by BM25 only" in hits.content[0].text
+        )
         message = await refused(session, "remember_text", {"text": "Quentin founded Hooli."})
         assert "failed" in message or "error" in message.lower()
 

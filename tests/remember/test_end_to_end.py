@@ -657,7 +657,7 @@ def test_offline_stores_the_text_and_a_later_run_completes_it(gb_cli, server, mo
     assert count("SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary'") == 0
     listed = [json.loads(line) for line in gb(gb_cli, "list", "--json").stdout.splitlines()]
     assert [d["id"] for d in listed] == [doc["id"]]
-    assert listed[0]["pending"] == "extract_graph summarize_chunk embed"
+    assert listed[0]["pending"] == ["extract_graph", "summarize_chunk", "embed"]
     table = gb(gb_cli, "list").stdout
     assert "extract_graph" in table
     assert all(c["pending"] == "extract_graph summarize_chunk embed" for c in chunks)
@@ -672,7 +672,7 @@ def test_offline_stores_the_text_and_a_later_run_completes_it(gb_cli, server, mo
     assert calls(server)["extract_graph"] == calls(server)["summarize_chunk"] == n
     assert documents()[0]["pending"] == ""
     listed = json.loads(gb(gb_cli, "list", "--json").stdout)
-    assert listed["pending"] == "" and listed["chunks_stored"] == n
+    assert listed["pending"] == [] and listed["chunks_stored"] == n
     held = assert_indexes_complete(gb_cli)
     assert held["chunks"] == held["summaries"] == n
     # A third run finds nothing left to do.

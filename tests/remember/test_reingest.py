@@ -315,7 +315,7 @@ def test_prune_expires_the_facts_of_a_deleted_file_and_without_it_it_is_reported
     assert evidence["source"] == absolute("docs/other/also.txt")
     assert absolute("docs/gone.txt") not in current_by_source()
     listed = gb(gb_cli, "list", "--all", "--json").stdout
-    states = {d["source"]: d["state"] for d in map(json.loads, listed.splitlines())}
+    states = {d["source"]: d["status"] for d in map(json.loads, listed.splitlines())}
     assert states[absolute("docs/gone.txt")] == "removed"
     # Pruned once: a second run has nothing more to say about it.
     again = gb(gb_cli, "remember", "-r", "docs", "--prune", "--json")

@@ -126,3 +126,22 @@ def test_embed_only_again_embeds_nothing_again(gb_cli, online: LLMServer) -> Non
     _embed_only(gb_cli, online, "--stages", "embed")
     assert online.calls() == 0
     assert _chunk_vectors() == before
+
+
+def test_status_judges_an_embeddings_only_setup_by_its_own_stages(
+    gb_cli, online: LLMServer, monkeypatch
+) -> None:
+    monkeypatch.setenv("GB_STAGES", "embed")
+    _embed_only(gb_cli, online)
+    status = gb(gb_cli, "status", "notes.md").stdout  # all it does is done: in sync
+    assert "in sync" in status and "still to do" not in status
+
+    monkeypatch.delenv("GB_STAGES")  # the graph and summaries are owed again
+    status = gb(gb_cli, "status", "notes.md", code=1).stdout
+    assert "still to do: extract_graph summarize_chunk" in status
+
+    # Only an embeddings endpoint: what gb remember then does alone is all that is owed.
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    monkeypatch.delenv("OPENAI_API_KEY")
+    monkeypatch.setenv("GB_EMBEDDINGS_BASE_URL", online.base_url)
+    assert "in sync" in gb(gb_cli, "status", "notes.md").stdout

@@ -361,14 +361,18 @@ def test_hybrid_is_the_weighted_sum_of_each_method_s_spread_scores(
     )
 
 
-def test_a_failing_query_embedding_exits_1_and_names_it(gb_cli, online, monkeypatch) -> None:
+def test_a_failing_query_embedding_is_named_and_bm25_answers(gb_cli, online, monkeypatch) -> None:
     Path("notes.txt").write_text("The heron waits by the river. " * 40)
     assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
     monkeypatch.setenv("GB_LLM_MAX_RETRIES", "0")
     online.add_fault(Fault(kind="500", stage="embed", times=-1))
-    result = gb_cli("search", "heron")
-    assert result.exit_code == 1
+    result = gb_cli("search", "heron")  # hybrid: by BM25 alone, said in one line
+    assert result.exit_code == 0 and "heron" in result.stdout
     (line,) = result.stderr.strip().splitlines()  # one line, no traceback
+    assert "embed (text-embedding-3-small): HTTP 500" in line and "BM25 only" in line
+    vector = gb_cli("search", "heron", "--method", "vector")
+    assert vector.exit_code == 1
+    (line,) = vector.stderr.strip().splitlines()
     assert "embed (text-embedding-3-small): HTTP 500" in line
-    assert SECRET not in result.stderr + result.stdout
+    assert SECRET not in result.stderr + result.stdout + vector.stderr
     assert _hits(gb_cli, "heron", "--method", "bm25")  # BM25 still answers

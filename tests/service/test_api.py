@@ -199,3 +199,28 @@ def test_folders_are_remembered_as_gb_remember_r_does() -> None:
             str(Path("docs/sub/b.md").resolve())
         ]
     assert "skipped" in notices[0] and "1 empty" in notices[0] and "glob" in notices[0]
+
+
+def test_reads_go_on_by_bm25_when_the_embeddings_server_goes_down(gb_cli, online) -> None:
+    write("notes.txt", story(4, paragraphs=3))
+    gb(gb_cli, "remember", "notes.txt")
+    online.stop()
+
+    notices: list[str] = []
+    with Memory(DB, on_notice=notices.append) as memory:
+        hits = memory.search("Lisbon")
+        assert hits and hits.fallback == notices[-1]
+        assert hits.fallback.startswith("the query could not be embedded (embed (")
+        assert memory.facts("Lisbon") and memory.entities("Lisbon")
+        assert len(notices) == 3 and all("searching by BM25 only" in n for n in notices)
+        with pytest.raises(GbError, match="could not reach"):
+            memory.search("Lisbon", method="vector")
+
+
+def test_remember_text_stores_its_name_as_the_source(online) -> None:
+    with Memory(DB) as memory:
+        done = memory.remember_text(story(5), name="clipboard")
+        assert done.source == "clipboard"
+        (listed,) = memory.documents()
+        assert listed["source"] == "clipboard"
+        assert memory.document(done.document_id)["source"] == "clipboard"
