@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from gligabao.errors import ConfigError
+from gligabao.version import DISTRIBUTION
 
 # One match per estimated token: greedy runs of 1-4 ASCII letters make
 # ceil(n/4) matches over a run of n letters, runs of 1-3 digits ceil(n/3), and
@@ -190,7 +191,7 @@ _OPENAI_ENCODINGS = {
     ),
 }
 
-_INSTALL_HINT = "install it with: pip install 'gligabao[tiktoken]'"
+_INSTALL_HINT = f"install it with: pip install '{DISTRIBUTION}[tiktoken]'"
 
 
 class TiktokenTokenizer:

@@ -1,4 +1,4 @@
-"""HTML: a page's main content as markdown (markdownify, `gligabao[html]`).
+"""HTML: a page's main content as markdown (markdownify, the `[html]` extra).
 
 Scripts, styles, forms and navigation chrome (``nav``, ``header``, ``footer``,
 ``aside``, ARIA navigation and banners) are dropped; the main content is ``<main>``
@@ -17,8 +17,9 @@ import re
 
 from gligabao.errors import InputError
 from gligabao.read.documents import FormattedDocument, check_size, clean_text
+from gligabao.version import DISTRIBUTION
 
-_INSTALL = "install it with: pip install 'gligabao[html]'"
+_INSTALL = f"install it with: pip install '{DISTRIBUTION}[html]'"
 _CHROME = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form")
 _CHROME_ROLES = ("navigation", "banner", "contentinfo", "search", "complementary")
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")

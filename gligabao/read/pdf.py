@@ -1,4 +1,4 @@
-"""PDF: the text layer of each page, through PDFium (pypdfium2, `gligabao[pdf]`).
+"""PDF: the text layer of each page, through PDFium (pypdfium2, the `[pdf]` extra).
 
 The pages' texts are joined by `PAGE_BREAK` (a blank line with a form feed: text
 mode cuts there as between paragraphs) and each page's span is its `Page` location,
@@ -18,9 +18,10 @@ import threading
 
 from gligabao.errors import InputError
 from gligabao.read.documents import FormattedDocument, Page, Span, check_size, clean_text
+from gligabao.version import DISTRIBUTION
 
 PAGE_BREAK = "\n\f\n"
-_INSTALL = "install it with: pip install 'gligabao[pdf]'"
+_INSTALL = f"install it with: pip install '{DISTRIBUTION}[pdf]'"
 # PDFium's error codes when a document does not load (fpdfview.h).
 _ERR_PASSWORD = 4
 _ERR_SECURITY = 5

@@ -187,5 +187,5 @@ def test_without_markdownify_a_page_is_refused_with_what_to_install() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
         "a.html: is an HTML page, and reading HTML needs markdownify; "
-        "install it with: pip install 'gligabao[html]'"
+        "install it with: pip install 'gligabao-gb[html]'"
     )

@@ -175,7 +175,7 @@ def test_without_pypdfium2_a_pdf_is_refused_with_what_to_install() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
         "a.pdf: is a PDF, and reading PDFs needs pypdfium2; "
-        "install it with: pip install 'gligabao[pdf]'"
+        "install it with: pip install 'gligabao-gb[pdf]'"
     )
 
 
