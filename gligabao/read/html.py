@@ -1,4 +1,4 @@
-"""HTML: a page's main content as markdown (markdownify, the `[html]` extra).
+"""HTML: a page's main content as markdown (markdownify, imported only when a page is read).
 
 Scripts, styles, forms and navigation chrome (``nav``, ``header``, ``footer``,
 ``aside``, ARIA navigation and banners) are dropped; the main content is ``<main>``
@@ -19,7 +19,11 @@ from gligabao.errors import InputError
 from gligabao.read.documents import FormattedDocument, check_size, clean_text
 from gligabao.version import DISTRIBUTION
 
-_INSTALL = f"install it with: pip install '{DISTRIBUTION}[html]'"
+# Both are dependencies of every install, so this is said only where one is truly missing.
+_INSTALL = (
+    f"{DISTRIBUTION} depends on them but one is missing here; "
+    "install them with: pip install markdownify beautifulsoup4"
+)
 _CHROME = ("script", "style", "noscript", "template", "nav", "header", "footer", "aside", "form")
 _CHROME_ROLES = ("navigation", "banner", "contentinfo", "search", "complementary")
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
@@ -46,7 +50,8 @@ def _libraries(name: str):
         import markdownify
     except ImportError:
         raise InputError(
-            name, f"is an HTML page, and reading HTML needs markdownify; {_INSTALL}"
+            name,
+            f"is an HTML page, and reading HTML needs markdownify and beautifulsoup4; {_INSTALL}",
         ) from None
     return bs4, markdownify
 

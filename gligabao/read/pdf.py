@@ -1,4 +1,4 @@
-"""PDF: the text layer of each page, through PDFium (pypdfium2, the `[pdf]` extra).
+"""PDF: the text layer of each page, through PDFium (pypdfium2, imported only when a PDF is read).
 
 The pages' texts are joined by `PAGE_BREAK` (a blank line with a form feed: text
 mode cuts there as between paragraphs) and each page's span is its `Page` location,
@@ -21,7 +21,11 @@ from gligabao.read.documents import FormattedDocument, Page, Span, check_size, c
 from gligabao.version import DISTRIBUTION
 
 PAGE_BREAK = "\n\f\n"
-_INSTALL = f"install it with: pip install '{DISTRIBUTION}[pdf]'"
+# pypdfium2 is a dependency of every install, so this is said only where it is truly missing
+# (removed, or a wheel that did not install on this platform).
+_INSTALL = (
+    f"{DISTRIBUTION} depends on it but it is missing here; install it with: pip install pypdfium2"
+)
 # PDFium's error codes when a document does not load (fpdfview.h).
 _ERR_PASSWORD = 4
 _ERR_SECURITY = 5

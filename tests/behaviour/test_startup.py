@@ -157,6 +157,8 @@ def test_a_quiet_or_json_remember_imports_no_rich(online, corpus) -> None:
     quiet = _imported("remember", *corpus, "--quiet")
     assert "gligabao.remember.document" in quiet  # the files were remembered...
     assert "rich" not in _top(quiet)  # ...without rich
+    # The PDF and HTML libraries come with every install, and are imported only for such files.
+    assert not _top(quiet) & {"pypdfium2", "pdfium", "markdownify", "bs4"}
     as_json = _imported("remember", corpus[0], "--json", "--db", "other.db")
     assert "gligabao.remember.document" in as_json
     assert "rich" not in _top(as_json)

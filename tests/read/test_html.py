@@ -186,6 +186,7 @@ def test_without_markdownify_a_page_is_refused_with_what_to_install() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "a.html: is an HTML page, and reading HTML needs markdownify; "
-        "install it with: pip install 'gligabao-gb[html]'"
+        "a.html: is an HTML page, and reading HTML needs markdownify and beautifulsoup4; "
+        "gligabao-gb depends on them but one is missing here; "
+        "install them with: pip install markdownify beautifulsoup4"
     )

@@ -3,6 +3,7 @@ three PDFs that are refused, one line each: damaged, encrypted, scanned."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import io
 import os
 import re
@@ -21,6 +22,7 @@ from gligabao.read.documents import Page, describe
 from gligabao.read.formats import kind_of, read_documents, read_file
 from gligabao.read.pdf import PAGE_BREAK
 from gligabao.remember.cut import cut_document
+from gligabao.version import DISTRIBUTION
 
 # Two real PDFs nobody here wrote, as Debian ships them (pdfTeX and DocBook output).
 REAL_PDFS = [
@@ -174,9 +176,17 @@ def test_without_pypdfium2_a_pdf_is_refused_with_what_to_install() -> None:
         pytest.skip(f"{REAL_PDFS[1]} is not installed here")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == (
-        "a.pdf: is a PDF, and reading PDFs needs pypdfium2; "
-        "install it with: pip install 'gligabao-gb[pdf]'"
+        "a.pdf: is a PDF, and reading PDFs needs pypdfium2; gligabao-gb depends on it but it "
+        "is missing here; install it with: pip install pypdfium2"
     )
+
+
+def test_every_install_reads_pdfs_and_html() -> None:
+    # The libraries are requirements of the distribution itself, under no extra: a plain
+    # `pip install gligabao-gb` reads PDFs and HTML pages.
+    required = importlib.metadata.requires(DISTRIBUTION) or []
+    plain = {re.split(r"[<>=!~; \[]", r, maxsplit=1)[0].lower() for r in required if ";" not in r}
+    assert {"pypdfium2", "markdownify", "beautifulsoup4"} <= plain
 
 
 def test_a_page_without_text_is_left_out_and_the_others_keep_their_numbers() -> None:
