@@ -167,12 +167,19 @@ class Config:
 
     def chunk_settings(self) -> ChunkSettings:
         from gligabao.chunk import ChunkSettings, get_tokenizer  # not for reading commands
+        from gligabao.chunk.tokens import UnknownTokenizer
 
+        try:
+            tokenizer = get_tokenizer(self["tokenizer"])
+        except UnknownTokenizer as exc:
+            if self.sources.get("tokenizer") == "flag":  # --tokenizer: a usage error
+                raise UsageError(str(exc)) from None
+            raise
         return ChunkSettings(
             chunk_size=self["chunk_size"],
             overlap_percent=self["chunk_overlap_percent"],
             mode=self["mode"],
-            tokenizer=get_tokenizer(self["tokenizer"]),
+            tokenizer=tokenizer,
             chat_window=self["chat.window"],
         )
 
@@ -310,17 +317,18 @@ def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
         value = _parse(setting, raw)
     if setting.kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
+    # A value given on the command line that cannot work is a usage error (exit 2); the
+    # same value from a file or the environment is a configuration one (5), naming it.
+    refused = UsageError if origin == "flag" else ConfigError
     if (
         value is None
         or isinstance(value, bool) != (setting.kind is bool)
         or not isinstance(value, setting.kind)
     ):
-        raise ConfigError(
+        raise refused(
             f"{setting.key} = {shown}{where} must be {_kind_name(setting)}{_allowed(setting)}"
         )
-    # nan passes every range check below, and inf those without a bound; a flag given
-    # nothing usable is a usage error (exit 2), a file or the environment a config one (5).
-    refused = UsageError if origin == "flag" else ConfigError
+    # nan passes every range check below, and inf those without a bound.
     if setting.kind is float and not math.isfinite(value):
         raise refused(f"{setting.key} = {shown}{where} must be a finite number{_allowed(setting)}")
     if setting.key in _NOT_BLANK and not value.strip():
@@ -329,9 +337,9 @@ def _coerce(setting: Setting, raw: Any, origin: str) -> Any:
             f"for the default ({setting.default})"
         )
     if setting.low is not None and not setting.low <= value <= setting.high:
-        raise ConfigError(f"{setting.key} = {shown}{where} is out of range{_allowed(setting)}")
+        raise refused(f"{setting.key} = {shown}{where} is out of range{_allowed(setting)}")
     if setting.choices and value not in setting.choices:
-        raise ConfigError(f"{setting.key} = {shown}{where} is not allowed{_allowed(setting)}")
+        raise refused(f"{setting.key} = {shown}{where} is not allowed{_allowed(setting)}")
     return value
 
 

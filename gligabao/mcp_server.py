@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field
+from pydantic import Field, ValidationError
 from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, before 3.12
 
 from gligabao import __version__
@@ -318,14 +318,48 @@ def _strict(server: MCPServer) -> MCPServer:
     """Refuse an argument a tool does not take (a typo, `kk` for `k`), rather than drop it
     silently as the SDK's argument models do, and say so in the input schemas; declare
     each output schema in its plain form (see _plain)."""
-    for tool in server._tool_manager.list_tools():  # the SDK has no public way to say it
+    manager = server._tool_manager
+    for tool in manager.list_tools():  # the SDK has no public way to say it
         arguments = tool.fn_metadata.arg_model
         arguments.model_config["extra"] = "forbid"
         arguments.model_rebuild(force=True)
         tool.parameters["additionalProperties"] = False
         if tool.fn_metadata.output_schema is not None:
             tool.fn_metadata.output_schema = _plain(tool.fn_metadata.output_schema)
+    taken = {
+        tool.name: list(tool.parameters.get("properties", {})) for tool in manager.list_tools()
+    }
+    call_tool = manager.call_tool
+
+    async def checked(name: str, arguments: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        # An argument the schema refuses: one short line naming it, as gb says a bad
+        # option, rather than pydantic's report of every error with its web addresses.
+        try:
+            return await call_tool(name, arguments, *args, **kwargs)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                raise
+            said = "; ".join(_refusal(error, taken.get(name, [])) for error in cause.errors())
+            raise ToolError(f"Error executing tool {name}: {said}") from cause
+
+    manager.call_tool = checked
     return server
+
+
+def _refusal(error: Any, taken: list[str]) -> str:
+    """One error of an argument model as a few words that name the argument."""
+    where = ".".join(str(part) for part in error["loc"]) or "the arguments"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"{where} is not an argument of this tool; it takes {', '.join(taken)}"
+    if kind == "missing":
+        return f"{where} is required"
+    message = str(error["msg"])
+    message = message[:1].lower() + message[1:]
+    given = error.get("input")
+    shown = repr(given) if len(repr(given)) <= 60 else repr(given)[:57] + "..."
+    return f"{where}: {message}, not {shown}"
 
 
 def _plain(schema: dict[str, Any]) -> dict[str, Any]:

@@ -207,13 +207,18 @@ class TiktokenTokenizer:
         return len(self._encode(text))
 
 
+class UnknownTokenizer(ConfigError):
+    """A tokenizer setting that names no tokenizer: a configuration error from a file or
+    the environment, a usage error from --tokenizer (the configuration knows which)."""
+
+
 def get_tokenizer(spec: str | None) -> Tokenizer:
     """`estimator` (or None) or `tiktoken:ENCODING`."""
     if spec in (None, "", "estimator"):
         return ESTIMATOR
     kind, _, encoding = spec.partition(":")
     if kind != "tiktoken" or not encoding:
-        raise ConfigError(
+        raise UnknownTokenizer(
             f"tokenizer {spec!r} is not known: use 'estimator' or 'tiktoken:ENCODING' "
             "(for example tiktoken:cl100k_base or tiktoken:o200k_base)"
         )

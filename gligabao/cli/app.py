@@ -86,7 +86,9 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
             try:
                 try:
                     try:
-                        return func(*args, **kw)
+                        # Nothing is returned: in run(), what typer returns is the exit code.
+                        func(*args, **kw)
+                        return None
                     finally:
                         sys.stdout.flush()  # what is still buffered fails here, not at exit
                 except OutputClosed:
@@ -170,10 +172,42 @@ def _root(
 
 
 def run() -> None:
-    """The typer app, its commands registered (see gligabao.cli.main)."""
+    """The typer app, its commands registered (see gligabao.cli.main). Exits with the
+    code of the command (SystemExit)."""
+    # typer 0.28 carries its own copy of click; earlier ones use click itself: the
+    # exceptions are taken from where typer's own BadParameter comes from.
+    clicks = sys.modules[typer.BadParameter.__module__]
+    no_args = getattr(clicks, "NoArgsIsHelpError", ())  # click 8.2 and later
+
     if sys.stdout is not None:
         sys.stdout = _GuardedStdout(sys.stdout)
-    app()
+    # Not standalone: click's usage errors come back here, to be said as every other gb
+    # error is, in one line, rather than click's block of usage, hint and error.
+    try:
+        code = app(standalone_mode=False)
+    except no_args as exc:
+        exc.show()  # `gb` alone: the help is the answer
+        sys.exit(exc.exit_code)
+    except clicks.ClickException as exc:
+        _say(_usage_line(exc))
+        sys.exit(exc.exit_code)
+    except (typer.Abort, clicks.Abort):
+        _say("aborted")
+        sys.exit(int(ExitCode.FAILURE))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _usage_line(exc: Any) -> str:
+    """A click error (`-k abc`, an unknown option, a missing argument) as gb's one line:
+    its message, and where the command's options are listed."""
+    message = exc.format_message().strip().rstrip(".")
+    message = message[:1].lower() + message[1:]
+    ctx = getattr(exc, "ctx", None)
+    if ctx is None:
+        return message
+    if ctx.parent is None:
+        return f"{message}; gb -h lists the commands"
+    return f"{message}; gb {ctx.info_name} -h lists the options"
 
 
 def configure(config_path: str | None, flags: dict[str, Any]) -> Config:

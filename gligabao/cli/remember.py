@@ -14,7 +14,7 @@ from gligabao.base.jsonl import json_line
 from gligabao.cli import options
 from gligabao.cli.app import FLAGS, command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
-from gligabao.errors import ConfigError, Interrupted, UsageError
+from gligabao.errors import Interrupted, UsageError
 from gligabao.read.files import STDIN, shown_name
 
 if TYPE_CHECKING:
@@ -276,13 +276,14 @@ def _stage_flags(
         stage, sep, setting = value.partition("=")
         stage, setting = stage.strip(), setting.strip()
         stages = ("default", *STAGES) if section == "models" else STAGES
+        # A flag that cannot work is a usage error (exit 2), as every bad option value is.
         if not sep or stage not in stages or not setting:
-            raise ConfigError(
+            raise UsageError(
                 f"--{'model' if section == 'models' else 'reasoning'} {value!r}: "
                 f"expected STAGE=VALUE with STAGE one of {', '.join(stages)}"
             )
         if allowed and setting not in allowed:
-            raise ConfigError(
+            raise UsageError(
                 f"--reasoning {value!r}: the level must be one of {', '.join(allowed)}"
             )
         flags[f"{section}.{stage}"] = setting

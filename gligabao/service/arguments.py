@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping, Sequence
 
 from gligabao.base.times import canonical_time
-from gligabao.errors import ConfigError, UsageError
+from gligabao.errors import UsageError
 
 # The most any count option (-k, --limit, --depth) takes: beyond any store, and small
 # enough that the pools searches draw from it (a few times -k) still bind as SQLite's
@@ -22,8 +22,8 @@ def iso_time(flag: str, value: str | None) -> str | None:
     if value is None:
         return None
     moment = canonical_time(value)
-    if moment is None:
-        raise ConfigError(
+    if moment is None:  # a value given in the call: a usage error (exit 2), as -k 0 is
+        raise UsageError(
             f"{flag} {value!r} is not an ISO-8601 time (for example 2024-05-01 or "
             "2024-05-01T09:30:00Z)"
         )

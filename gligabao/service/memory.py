@@ -357,12 +357,16 @@ class Memory:
         edges, or, for a chunk's id, the chunk (with its `place`): what `gb show --json`
         prints."""
         from gligabao.store import artifacts
+        from gligabao.store.errors import NotFound
 
         conn = self._store()
-        artifact_id = self._args.stored_id("artifact_id", artifact_id, "artifact")
-        if artifacts.artifact_place(conn, artifact_id)["role"] == "document":
-            return artifacts.get_document(conn, artifact_id)
-        return artifacts.get_chunk(conn, artifact_id)
+        try:
+            artifact_id = self._args.stored_id("artifact_id", artifact_id, "artifact")
+            if artifacts.artifact_place(conn, artifact_id)["role"] == "document":
+                return artifacts.get_document(conn, artifact_id)
+            return artifacts.get_chunk(conn, artifact_id)
+        except NotFound:
+            raise self._no_document(artifact_id, "document or chunk") from None
 
     @_one_at_a_time
     def documents(
@@ -461,9 +465,23 @@ class Memory:
         """Delete a document with its chunks, summaries, links, keyword rows and vectors
         (as `gb forget`); a chunk's id is refused, naming its document."""
         from gligabao.store import forget
+        from gligabao.store.errors import NotFound
 
         conn = self._store()
-        return forget.forget(conn, self._args.stored_id("document_id", document_id, "artifact"))
+        try:
+            return forget.forget(conn, self._args.stored_id("document_id", document_id, "artifact"))
+        except NotFound:
+            raise self._no_document(document_id, "document") from None
+
+    def _no_document(self, artifact_id: int, what: str) -> Exception:
+        """The answer for an id that names nothing stored, in the words of the one who
+        gave it: ids are the database's (shared by every dataset), so it names the file."""
+        from gligabao.store.errors import NotFound
+
+        return NotFound(
+            f"no {what} {artifact_id} in {os.path.basename(self.path)}; "
+            "gb list shows the documents with their ids"
+        )
 
     @_one_at_a_time
     def remember(

@@ -83,8 +83,8 @@ def stored(gb_cli, online) -> dict[str, int]:
         (["facts", "Alice", "-k", HUGE], 2, "--limit must be a whole number from 1"),
         (["entities", "Alice", "-k", HUGE], 2, "--limit must be a whole number from 1"),
         (["entity", "Acme Corp", "--depth", HUGE], 2, "--depth must be a whole number from 0"),
-        (["show", HUGE], 1, f"no artifact with id {HUGE}"),
-        (["forget", HUGE], 1, f"no artifact with id {HUGE}"),
+        (["show", HUGE], 1, f"no document or chunk {HUGE} in gb.db"),
+        (["forget", HUGE], 1, f"no document {HUGE} in gb.db"),
         (["why", HUGE], 1, f"no fact {HUGE}"),
     ],
 )

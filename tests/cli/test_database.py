@@ -233,7 +233,11 @@ def test_the_readme_exit_codes_match_what_gb_does(gb_cli, server, monkeypatch) -
     exits(2, "remember", "--no-such-option")
     exits(3, "remember", "missing.txt")
     exits(4, "remember", "notes.txt", "missing.txt")
-    exits(5, "remember", "notes.txt", "--chunk-size", "5")
+    # A bad value on the command line is a usage error (2); from the environment, 5.
+    exits(2, "remember", "notes.txt", "--chunk-size", "5")
+    monkeypatch.setenv("GB_CHUNK_SIZE", "5")
+    exits(5, "remember", "notes.txt")
+    monkeypatch.delenv("GB_CHUNK_SIZE")
     exits(6, "list", "--db", "typo.db")
     Path("notes.txt").write_text(TEXT + "An edit.\n")
     exits(1, "status", "notes.txt")  # not in sync

@@ -165,9 +165,11 @@ FLAG = {"chunk_size": "--chunk-size", "chunk_overlap_percent": "--overlap"}
 @pytest.mark.parametrize(("key", "value", "allowed"), OUT_OF_RANGE)
 @pytest.mark.parametrize("origin", ["file", "env", "flag"])
 @pytest.mark.parametrize("command", ["config", "chunk-preview"])
-def test_out_of_range_exits_5_naming_key_value_range(
+def test_out_of_range_is_refused_naming_key_value_range(
     gb_cli, monkeypatch, command: str, origin: str, key: str, value: str, allowed: str
 ) -> None:
+    """From a file or the environment a configuration error (5); as a flag, a usage error
+    (2): the same line either way, naming where the value came from."""
     Path("doc.txt").write_text("Some text.\n")
     args = [command]
     if origin == "file":
@@ -179,7 +181,7 @@ def test_out_of_range_exits_5_naming_key_value_range(
     if command == "chunk-preview":
         args.append("doc.txt")
     result = gb_cli(*args)
-    assert result.exit_code == 5
+    assert result.exit_code == (2 if origin == "flag" else 5)
     assert result.stdout == ""
     line = one_line(result.stderr)
     assert line.startswith(f"gb: {key} = ")
@@ -253,7 +255,7 @@ def test_the_mode_comes_from_the_flag_or_the_environment(gb_cli, monkeypatch) ->
 def test_unknown_mode_is_refused(gb_cli) -> None:
     Path("doc.txt").write_text("Text.\n")
     result = gb_cli("chunk-preview", "--mode", "nonsense", "doc.txt")
-    assert result.exit_code == 5
+    assert result.exit_code == 2  # a flag's value: a usage error
     assert one_line(result.stderr) == (
         "gb: mode = 'nonsense' (from flag) is not allowed "
         "(allowed auto, text, markdown, code, chat)"
@@ -264,7 +266,7 @@ def test_unknown_mode_is_refused(gb_cli) -> None:
 def test_unknown_tokenizer_is_refused(gb_cli, spec: str) -> None:
     Path("doc.txt").write_text("Text.\n")
     result = gb_cli("chunk-preview", "--tokenizer", spec, "doc.txt")
-    assert result.exit_code == 5
+    assert result.exit_code == 2  # a flag's value: a usage error
     line = one_line(result.stderr)
     assert f"tokenizer {spec!r} is not known" in line
     assert "tiktoken:cl100k_base" in line

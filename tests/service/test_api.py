@@ -156,7 +156,8 @@ def test_settings_are_taken_as_the_cli_takes_them(monkeypatch) -> None:
         Memory("x.db", chunk_sise=100)
     with pytest.raises(GbError) as bad:
         Memory("x.db", chunk_size=5)
-    assert bad.value.exit_code == ExitCode.CONFIG
+    # A keyword argument is a value given in the call, as a flag is: a usage error.
+    assert bad.value.exit_code == ExitCode.USAGE
 
 
 def test_errors_are_the_cli_s_one_line_messages_and_create_nothing(tmp_path) -> None:
@@ -173,7 +174,7 @@ def test_errors_are_the_cli_s_one_line_messages_and_create_nothing(tmp_path) -> 
         (lambda: memory.search(""), ExitCode.USAGE),
         (lambda: memory.search("x", k=0), ExitCode.USAGE),
         (lambda: memory.search("x", method="fuzzy"), ExitCode.USAGE),
-        (lambda: memory.facts(at="yesterday"), ExitCode.CONFIG),
+        (lambda: memory.facts(at="yesterday"), ExitCode.USAGE),
         (lambda: memory.why(999), ExitCode.FAILURE),
         (lambda: memory.search("x", dataset="nope"), ExitCode.FAILURE),
     ]:
