@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import signal
+import sys
 
 import typer
 
-from gligabao.cli import options
+from gligabao.cli import options, signals
 from gligabao.cli.app import command
 from gligabao.errors import UsageError
 
@@ -60,4 +62,22 @@ def mcp_command(
     from gligabao.mcp_server import parse_http, serve
 
     address = parse_http(http) if http is not None else None
+    if address is None:
+        _stdio_stops_at_ctrl_c()
     serve(memory, allow_write=allow_write, roots=root or (), http=address)
+
+
+def _stdio_stops_at_ctrl_c() -> None:
+    """Over stdio, the SDK reads standard input in a worker thread that a Ctrl-C cannot
+    stop: asyncio would wait for that read (a second Ctrl-C, or Ctrl-D) before ending.
+    So the first SIGINT (and SIGTERM or SIGHUP, which signals.py forwards to it) ends gb
+    at once with its one line; a tool that was writing left its chunk's transaction
+    unfinished, and SQLite rolls it back. On a terminal, a person started it: one line
+    says what it is doing and how to stop it (a client speaks on a pipe: nothing)."""
+    signal.signal(signal.SIGINT, lambda signum, frame: signals.stop_now("the MCP server stopped"))
+    if sys.stdin is not None and sys.stdin.isatty():
+        sys.stderr.write(
+            "gb: serving MCP on stdio: an MCP client (Claude, Cursor...) starts gb mcp "
+            "itself and speaks on its standard input; Ctrl-C stops it\n"
+        )
+        sys.stderr.flush()

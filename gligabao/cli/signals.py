@@ -69,7 +69,13 @@ STOPPED = (129, 130, 143)
 
 def stopped_at_start() -> None:
     """Stopped before any command began: one line, the signal's exit code."""
-    stopped = interrupted("before anything was done; nothing changed")
+    stop_now("before anything was done; nothing changed")
+
+
+def stop_now(detail: str) -> None:
+    """One line saying the run was stopped by the signal received, and its exit code, now
+    (for a handler: what waits in another thread is not waited for)."""
+    stopped = interrupted(detail)
     try:  # noqa: SIM105 (contextlib: one more import before the signals are handled)
         sys.stderr.write(f"gb: {stopped}\n")
     except OSError:  # stderr gone too (a closed terminal after SIGHUP)
