@@ -191,7 +191,8 @@ def remember_command(
                 progress.update(result.source)
             # A file name's bytes that are not UTF-8, as they are stored: printable.
             result = dataclasses.replace(result, source=shown_name(result.source))
-            if result.failure is not None:
+            # An input --max-cost stopped is said once for them all, after the run.
+            if result.failure is not None and not result.left:
                 _render().error(str(result.failure))
             if as_json:
                 json_line(result.as_json())
@@ -209,6 +210,8 @@ def remember_command(
             tally = batch.run(report, progress.on_step if live else None)
         except KeyboardInterrupt:  # SIGINT, SIGTERM, SIGHUP (cli/app.py)
             raise _interrupted(batch.tally) from None
+    if (stopped := batch.stopped()) is not None:
+        _render().error(stopped)
     if recursive:
         _deleted_files(batch.gone(paths or [], prune=prune), as_json=as_json, quiet=quiet)
     for notice in tally.notices:

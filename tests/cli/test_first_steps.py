@@ -4,9 +4,16 @@ in agreement with each other. Real parts: the test LLM server, a real SQLite fil
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
-from tests.support.helpers import gb, story, write
+from tests.support.helpers import gb, stderr_lines, story, write
+
+PRICES = """\
+[prices]
+"gpt-4o-mini" = { input = 50.0, output = 0.5 }
+"text-embedding-3-small" = { input = 50.0, output = 0.0 }
+"""
 
 
 def test_a_folder_without_r_points_to_r(gb_cli, online) -> None:
@@ -21,3 +28,19 @@ def test_a_folder_without_r_points_to_r(gb_cli, online) -> None:
     said = gb(gb_cli, "status", "notes", code=3).stderr.strip()
     assert "use -r (--recursive)" in said
     gb(gb_cli, "remember", "-r", "notes")
+
+
+def test_max_cost_says_its_stop_once_with_the_summary_s_total(gb_cli, online) -> None:
+    # Priced by input and one request at a time, so that the budget stops the batch
+    # part-way with several inputs begun or waiting.
+    write("gligabao.toml", PRICES)
+    names = [str(write(f"batch/d{i:02}.md", story(200 + i, paragraphs=1))) for i in range(24)]
+    result = gb(gb_cli, "remember", *names, "--concurrency", "1", "--max-cost", "1", code=4)
+    said = stderr_lines(result)
+    stops = [line for line in said if "--max-cost" in line]
+    assert len(stops) == 1, said
+    *_, summary = said
+    spent = re.search(r"\$(\d+\.\d{4}) spent, (\d+) inputs left", stops[0])
+    assert spent, stops[0]
+    assert f"cost ${spent.group(1)}," in summary
+    assert f" {spent.group(2)} left," in summary
