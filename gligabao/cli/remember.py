@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from gligabao.base.jsonl import json_line
+from gligabao.base.words import counted
 from gligabao.cli import options
 from gligabao.cli.app import FLAGS, command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
@@ -241,8 +242,9 @@ def _version_notice(result: Remembered) -> None:
     if version is not None:
         _notice(
             f"{result.source}: replaces document {version['artifact_id']}: "
-            f"{version['chunks_reused']} chunks reused, {version['chunks_extracted']} "
-            f"extracted again, {version['facts_expired']} facts expired (no longer stated)"
+            f"{counted(version['chunks_reused'], 'chunk')} reused, "
+            f"{version['chunks_extracted']} extracted again, "
+            f"{counted(version['facts_expired'], 'fact')} expired (no longer stated)"
         )
 
 
@@ -255,7 +257,8 @@ def _deleted_files(lines: list[dict[str, Any]], *, as_json: bool, quiet: bool) -
         elif not quiet:
             if line["status"] == "removed":
                 said = (
-                    f"document {line['artifact_id']} removed, {line['facts_expired']} facts expired"
+                    f"document {line['artifact_id']} removed, "
+                    f"{counted(line['facts_expired'], 'fact')} expired"
                 )
             else:
                 said = f"still remembered as document {line['artifact_id']} (--prune removes it)"
@@ -265,7 +268,7 @@ def _deleted_files(lines: list[dict[str, Any]], *, as_json: bool, quiet: bool) -
 def _interrupted(tally: Tally) -> Interrupted:
     """What a signal left: every chunk stored before it is kept whole (the one being
     stored rolled back), every answer received is kept, and a rerun goes on from there."""
-    done = f"{tally.done} of {tally.total} inputs done; " if tally.total > 1 else ""
+    done = f"{tally.done} of {counted(tally.total, 'input')} done; " if tally.total > 1 else ""
     return interrupted(
         f"{done}what was stored is kept, each chunk whole; run the same command again to continue"
     )

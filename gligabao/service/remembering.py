@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.words import plural
 from gligabao.errors import ConfigError, UsageError
 from gligabao.read.discovery import Discovery, skip_summary
 from gligabao.read.files import STDIN, shown_name
@@ -101,10 +102,9 @@ class Batch:
         left = self.tally.by_status.get(LEFT, 0)
         if self.budget is None or not self.budget.reached or not left:
             return None
-        inputs = "input" if left == 1 else "inputs"
         return (
             f"stopped at --max-cost ${self.budget.limit:g}: ${self.tally.cost:.4f} spent, "
-            f"{left} {inputs} left; run the same command again to go on"
+            f"{left} {plural(left, 'input')} left; run the same command again to go on"
         )
 
     def gone(self, paths: Sequence[str], *, prune: bool) -> list[dict[str, Any]]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from gligabao.base.words import counted, plural
 from tests.support.helpers import gb, stderr_lines, story, write
 
 PRICES = """\
@@ -44,3 +45,18 @@ def test_max_cost_says_its_stop_once_with_the_summary_s_total(gb_cli, online) ->
     assert spent, stops[0]
     assert f"cost ${spent.group(1)}," in summary
     assert f" {spent.group(2)} left," in summary
+
+
+def test_a_count_of_one_takes_the_singular(gb_cli) -> None:
+    write("one.txt", "Hi")
+    said = gb(gb_cli, "chunk-preview", "one.txt").stdout
+    assert said.startswith("one.txt: 1 token, fits in one chunk"), said
+    # The one helper every such line goes through.
+    assert [plural(n, "fact") for n in (0, 1, 2)] == ["facts", "fact", "facts"]
+    assert [plural(2, noun) for noun in ("entity", "summary", "day", "pass")] == [
+        "entities",
+        "summaries",
+        "days",
+        "passes",
+    ]
+    assert counted(1, "input") == "1 input" and counted(3, "chunk") == "3 chunks"
