@@ -60,3 +60,18 @@ def test_a_count_of_one_takes_the_singular(gb_cli) -> None:
         "passes",
     ]
     assert counted(1, "input") == "1 input" and counted(3, "chunk") == "3 chunks"
+
+
+def test_every_warning_has_gb_s_prefix(gb_process, online) -> None:
+    # A server that refuses stream_options: the client adapts, once, and says so.
+    online.takes_stream_options = False
+    write("notes.txt", story(1))
+    done = gb_process("remember", "notes.txt")
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.decode().splitlines()
+    adapted = [line for line in said if "refuses stream_options" in line]
+    assert len(adapted) == 1 and adapted[0].startswith("gb: warning: "), said
+    # So is an unknown key of the config file.
+    write("gligabao.toml", "[chunking]\nsize = 3\n")
+    said = gb_process("config").stderr.decode().splitlines()
+    assert next(line for line in said if "unknown key" in line).startswith("gb: warning: ")
