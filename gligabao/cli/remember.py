@@ -178,6 +178,10 @@ def remember_command(
         max_cost=max_cost,
         each_skipped=verbose,
     )
+    if STDIN in batch.inputs and sys.stdin.isatty():
+        # A person at a terminal would otherwise see nothing happen, and not know that gb
+        # waits for them to type (or paste) the text, nor how to end it.
+        _notice("reading standard input: type or paste the text, then Ctrl-D on a line of its own")
     several = len(batch.inputs) > 1
     # The bar is for a terminal only: without one, --json and --quiet runs (cron's) never
     # import rich, ~35 ms of every such run.

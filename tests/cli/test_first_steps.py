@@ -4,11 +4,17 @@ in agreement with each other. Real parts: the test LLM server, a real SQLite fil
 
 from __future__ import annotations
 
+import os
+import pty
 import re
+import select
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from gligabao.base.words import counted, plural
-from tests.support.helpers import gb, stderr_lines, story, write
+from tests.support.helpers import gb, gb_env, stderr_lines, story, write
 
 PRICES = """\
 [prices]
@@ -75,3 +81,54 @@ def test_every_warning_has_gb_s_prefix(gb_process, online) -> None:
     write("gligabao.toml", "[chunking]\nsize = 3\n")
     said = gb_process("config").stderr.decode().splitlines()
     assert next(line for line in said if "unknown key" in line).startswith("gb: warning: ")
+
+
+WAITING = "gb: reading standard input: type or paste the text, then Ctrl-D on a line of its own"
+
+
+def _read_until(fd: int, wanted: bytes, timeout: float = 30) -> bytes:
+    """What ``fd`` gives until ``wanted`` is in it (or the time is up)."""
+    got = b""
+    deadline = time.monotonic() + timeout
+    while wanted not in got and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.2)
+        if ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                break
+            got += chunk
+    return got
+
+
+def test_standard_input_on_a_terminal_says_gb_waits_for_it(isolated) -> None:
+    # Standard input is a pseudo-terminal, as when a person types `gb remember -`; the
+    # notice must come before gb reads, since until the text ends nothing else would.
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gligabao", "remember", "-"],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, **gb_env(None), "TERM": "dumb"},
+        close_fds=True,
+    )
+    os.close(slave)
+    try:
+        assert proc.stderr is not None
+        said = _read_until(proc.stderr.fileno(), b"Ctrl-D")
+        assert said.decode().strip() == WAITING
+        os.write(master, b"Typed at the terminal, a line of text to remember.\n")
+        os.write(master, b"\x04")  # Ctrl-D on a line of its own: the end of the text
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
+    assert proc.returncode in (0, 4), err  # offline: stored, its stages pending (4)
+    assert b"(offline)" in out  # the text typed was stored
+    assert WAITING.encode() not in err  # said once
+
+
+def test_standard_input_from_a_pipe_is_read_without_a_word(gb_process) -> None:
+    done = gb_process("remember", "-", input=story(2).encode(), env=gb_env(None))
+    assert b"standard input" not in done.stderr
