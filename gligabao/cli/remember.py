@@ -48,7 +48,15 @@ def remember_command(
         metavar="TIME",
         help="ISO-8601 time relative dates are read against (default valid-at).",
     ),
-    model: options.StageValues = None,
+    model: list[str] = typer.Option(
+        None,
+        "-m",
+        "--model",
+        metavar="[STAGE=]MODEL",
+        help="The chat model: MODEL for every stage (config models.default), or "
+        "STAGE=MODEL for one (repeatable); stages: extract_graph, summarize_chunk, resolve, "
+        "contextualize_chunk, default.",
+    ),
     reasoning: options.StageValues = None,
     concurrency: options.Concurrency = None,
     chunk_size: options.ChunkSize = None,
@@ -285,11 +293,16 @@ def _stage_flags(
     for value in values or ():
         stage, sep, setting = value.partition("=")
         stage, setting = stage.strip(), setting.strip()
+        if section == "models" and not sep and stage:
+            # `-m gpt-4o`: a model alone is the default model, the one most runs change;
+            # STAGE=MODEL still picks one stage's.
+            stage, sep, setting = "default", "=", stage
         stages = ("default", *STAGES) if section == "models" else STAGES
         if not sep or stage not in stages or not setting:
             raise ConfigError(
                 f"--{'model' if section == 'models' else 'reasoning'} {value!r}: "
-                f"expected STAGE=VALUE with STAGE one of {', '.join(stages)}"
+                f"expected {'MODEL or ' if section == 'models' else ''}STAGE=VALUE with STAGE "
+                f"one of {', '.join(stages)}"
             )
         if allowed and setting not in allowed:
             raise ConfigError(

@@ -132,3 +132,17 @@ def test_standard_input_on_a_terminal_says_gb_waits_for_it(isolated) -> None:
 def test_standard_input_from_a_pipe_is_read_without_a_word(gb_process) -> None:
     done = gb_process("remember", "-", input=story(2).encode(), env=gb_env(None))
     assert b"standard input" not in done.stderr
+
+
+def test_m_model_sets_the_default_model_and_stage_model_still_picks_one(gb_cli, online) -> None:
+    write("a.md", story(3, paragraphs=3))
+    gb(gb_cli, "remember", "a.md", "-m", "gpt-4o", "--model", "summarize_chunk=gpt-4.1-mini")
+    chat = [r for r in online.requests if r.stage != "embed"]
+    assert {r.stage for r in chat} >= {"extract_graph", "summarize_chunk"}
+    for request in chat:
+        wanted = "gpt-4.1-mini" if request.stage == "summarize_chunk" else "gpt-4o"
+        assert request.body["model"] == wanted, request.stage
+    # The long form takes a model alone too; a pair with no known stage is still refused.
+    gb(gb_cli, "remember", "a.md", "--model", "gpt-4o", "--force")
+    said = gb(gb_cli, "remember", "a.md", "--model", "nope=gpt-4o", code=5).stderr
+    assert "expected MODEL or STAGE=VALUE" in said
