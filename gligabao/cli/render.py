@@ -300,13 +300,13 @@ def remember_panel(done: Remembered) -> None:
         f"document   {r['artifact_id']}  ({done.status})",
         f"chunks     {len(r['chunks']) if 'chunks' in r else 'not chunked'}",
         f"entities   {len(r['entities'])} ({created} new)",
-        f"edges      {len(r['edges'])} ({new_edges} new), {len(r['invalidated_edges'])} closed",
+        f"facts      {len(r['edges'])} ({new_edges} new), {len(r['invalidated_edges'])} closed",
         "embedded   "
         + ", ".join(
-            f"{r[f'embedded_{k}']} {plural(r[f'embedded_{k}'], noun, k)}"
+            f"{r[f'embedded_{k}']} {plural(r[f'embedded_{k}'], noun)}"
             for k, noun in (
                 ("entities", "entity"),
-                ("edges", "edge"),
+                ("edges", "fact"),
                 ("chunks", "chunk"),
                 ("summaries", "summary"),
             )
@@ -403,7 +403,7 @@ def _graph_tables(doc: dict[str, Any]) -> None:
             _row(table, str(e["id"]), e["name"], e["type"])
         emit(table, heading=True)
     if doc["edges"]:
-        table = _table("edges", "id", "fact", "relation", "valid_at", "invalid_at")
+        table = _table("facts", "id", "fact", "relation", "valid_at", "invalid_at")
         for e in doc["edges"]:
             _row(
                 table,
@@ -504,7 +504,7 @@ def forget_line(report: Any) -> None:
             f"forgot document {report.artifact_id}: {report.chunks} "
             f"{plural(report.chunks, 'chunk')}, {report.summaries} "
             f"{plural(report.summaries, 'summary')}, {report.entities} "
-            f"{plural(report.entities, 'entity')}, {report.edges} {plural(report.edges, 'edge')}, "
+            f"{plural(report.entities, 'entity')}, {report.edges} {plural(report.edges, 'fact')}, "
             f"{report.vectors} {plural(report.vectors, 'vector')}"
         )
     )
@@ -519,8 +519,8 @@ def stats_table(counts: Any) -> None:
         ("chunks", counts.chunks),
         ("summaries", counts.summaries),
         ("entities", counts.entities),
-        ("edges valid", counts.edges_valid),
-        ("edges closed", counts.edges_closed),
+        ("current facts", counts.edges_valid),
+        ("closed facts", counts.edges_closed),
         ("inferences", counts.inferences),
         ("input tokens", counts.input_tokens),
         ("output tokens", counts.output_tokens),
@@ -643,7 +643,7 @@ def result_line(result: Remembered) -> None:
     stdout.print(
         _text(
             f"{result.status:<10} {result.source} -> document {r['artifact_id']} ({chunks}, "
-            f"{entities} {plural(entities, 'entity')}, {edges} {plural(edges, 'edge')})"
+            f"{entities} {plural(entities, 'entity')}, {edges} {plural(edges, 'fact')})"
         )
     )
 

@@ -566,7 +566,7 @@ class _Run:
             self.step(
                 "extract_graph",
                 f"{len(got.entities)} {plural(len(got.entities), 'entity')}, "
-                f"{len(got.edges)} {plural(len(got.edges), 'edge')}{unreadable}{_of(piece, n)}",
+                f"{len(got.edges)} {plural(len(got.edges), 'fact')}{unreadable}{_of(piece, n)}",
                 unreadable_dates=got.unreadable_dates,
             )
 

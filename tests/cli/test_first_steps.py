@@ -146,3 +146,17 @@ def test_m_model_sets_the_default_model_and_stage_model_still_picks_one(gb_cli, 
     gb(gb_cli, "remember", "a.md", "--model", "gpt-4o", "--force")
     said = gb(gb_cli, "remember", "a.md", "--model", "nope=gpt-4o", code=5).stderr
     assert "expected MODEL or STAGE=VALUE" in said
+
+
+def test_what_a_person_reads_calls_edges_facts(gb_cli, online) -> None:
+    write("a.md", story(4))
+    panel = gb(gb_cli, "remember", "a.md").stdout
+    assert "facts " in panel and "edge" not in panel
+    shown = gb(gb_cli, "show", "1").stdout
+    assert "facts" in shown and "edge" not in shown
+    stats = gb(gb_cli, "stats").stdout
+    assert "current facts" in stats and "edge" not in stats
+    forgot = gb(gb_cli, "forget", "1").stdout
+    assert " fact" in forgot and "edge" not in forgot
+    # --json keeps its field names: scripts read them.
+    assert "edges" in gb(gb_cli, "remember", "a.md", "--json").stdout
