@@ -288,7 +288,13 @@ def _take(path: Path, key: str, value: Any, values: dict[str, Any], warnings: li
     if key in BY_KEY:
         values[key] = value
     else:
-        warnings.append(f"{path}: unknown key {key!r} ignored")
+        # A near miss is most often a typo or a key put in the wrong table: name the key
+        # meant, so the user need not look through gligabao.toml.example for it.
+        import difflib
+
+        near = difflib.get_close_matches(key, BY_KEY, n=1, cutoff=0.6)
+        hint = f"; did you mean {near[0]!r}?" if near else ""
+        warnings.append(f"{path}: unknown key {key!r} ignored{hint}")
 
 
 def _read_prices(path: Path, table: Any) -> dict[str, Price]:

@@ -28,6 +28,7 @@ from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, 
 
 from gligabao import __version__
 from gligabao.base.redact import scrub
+from gligabao.base.words import counted, plural
 from gligabao.errors import GbError, UsageError
 from gligabao.service.memory import Memory
 from gligabao.service.results import (
@@ -412,10 +413,11 @@ def _remembered(done: Remembered) -> tuple[dict[str, Any], str]:
     if done.notices:
         shown["notices"] = list(done.notices)
     response = done.response
-    chunks = f"{len(response['chunks'])} chunks" if "chunks" in response else "not chunked"
+    chunks = counted(len(response["chunks"]), "chunk") if "chunks" in response else "not chunked"
     text = (
         f"{done.status}: {done.source} -> document {done.document_id} ({chunks}, "
-        f"{len(response.get('entities', ()))} entities, {len(response.get('edges', ()))} facts)"
+        f"{counted(len(response.get('entities', ())), 'entity')}, "
+        f"{counted(len(response.get('edges', ())), 'fact')})"
     )
     return shown, "\n".join([text, *done.notices])
 
@@ -491,7 +493,8 @@ def _state(document: dict[str, Any]) -> str:
 def _document_text(view: dict[str, Any]) -> str:
     chunks = view.get("chunks") or []
     lines = [
-        f"document {view['id']} {view['source'] or '-'} ({_state(view)}), {len(chunks)} chunks"
+        f"document {view['id']} {view['source'] or '-'} ({_state(view)}), "
+        f"{counted(len(chunks), 'chunk')}"
     ]
     for chunk in chunks:
         summary = (chunk.get("summary") or {}).get("text")
@@ -515,17 +518,19 @@ def _documents_text(rows: list[dict[str, Any]]) -> str:
 
 def _stats_text(counts: Stats) -> str:
     return (
-        f"{counts.documents} documents ({counts.incomplete} incomplete), {counts.chunks} "
-        f"chunks, {counts.summaries} summaries, {counts.entities} entities, "
-        f"{counts.edges_valid} current facts and {counts.edges_closed} closed, "
-        f"{counts.inferences} LLM calls"
+        f"{counted(counts.documents, 'document')} ({counts.incomplete} incomplete), "
+        f"{counted(counts.chunks, 'chunk')}, {counted(counts.summaries, 'summary')}, "
+        f"{counted(counts.entities, 'entity')}, {counts.edges_valid} current "
+        f"{plural(counts.edges_valid, 'fact')} and {counts.edges_closed} closed, "
+        f"{counted(counts.inferences, 'LLM call')}"
     )
 
 
 def _forget_text(report: ForgetReport) -> str:
     return (
-        f"forgot document {report.artifact_id}: {report.chunks} chunks, {report.summaries} "
-        f"summaries, {report.entities} entities, {report.edges} facts"
+        f"forgot document {report.artifact_id}: {counted(report.chunks, 'chunk')}, "
+        f"{counted(report.summaries, 'summary')}, {counted(report.entities, 'entity')}, "
+        f"{counted(report.edges, 'fact')}"
     )
 
 

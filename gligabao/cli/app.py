@@ -210,8 +210,25 @@ def _usage_line(exc: Any) -> str:
     return f"{message}; gb {ctx.info_name} -h lists the options"
 
 
+def log_warnings() -> None:
+    """What the library logs (an LLM server adapted to, say) printed as gb's own warnings,
+    `gb: warning: ...`, instead of bare lines from logging's last-resort handler."""
+    import logging
+
+    class Warn(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            from gligabao.cli import render
+
+            render.warning(record.getMessage())
+
+    logger = logging.getLogger("gligabao")
+    if not any(type(h).__name__ == "Warn" for h in logger.handlers):
+        logger.addHandler(Warn(logging.WARNING))
+
+
 def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
     """The configuration with flags applied, its warnings printed."""
+    log_warnings()
     config = load_config(config_path, flags)
     for message in config.warnings:
         from gligabao.cli import render

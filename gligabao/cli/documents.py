@@ -24,7 +24,7 @@ def show(
 ) -> None:
     """Show a document or a chunk, with its graph.
 
-    Show a document with its chunks, summaries, entities and edges, or a chunk.
+    Show a document with its chunks, summaries, entities and facts, or a chunk.
 
     A chunk's id (or its summary's) shows the chunk: its document, lines, text, summary
     and facts. Example: gb show 12

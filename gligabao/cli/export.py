@@ -11,6 +11,7 @@ from pathlib import Path
 
 import typer
 
+from gligabao.base.words import plural
 from gligabao.cli import options, render
 from gligabao.cli.app import command, memory
 from gligabao.errors import UsageError
@@ -87,4 +88,8 @@ def export_command(
     service = memory(config_path, {"database": db, "dataset": dataset})
     graph = service.export(fmt, at=at, output=None if to_stdout else output, stream=sys.stdout)
     if not to_stdout:
-        render.notice(f"{len(graph.entities)} entities and {graph.fact_count} facts -> {output}")
+        entities, facts = len(graph.entities), graph.fact_count
+        render.notice(
+            f"{entities} {plural(entities, 'entity')} and {facts} {plural(facts, 'fact')} "
+            f"-> {output}"
+        )

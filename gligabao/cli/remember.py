@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from gligabao.base.jsonl import json_line
+from gligabao.base.words import counted
 from gligabao.cli import options
 from gligabao.cli.app import FLAGS, command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
@@ -47,7 +48,15 @@ def remember_command(
         metavar="TIME",
         help="ISO-8601 time relative dates are read against (default valid-at).",
     ),
-    model: options.StageValues = None,
+    model: list[str] = typer.Option(
+        None,
+        "-m",
+        "--model",
+        metavar="[STAGE=]MODEL",
+        help="The chat model: MODEL for every stage (config models.default), or "
+        "STAGE=MODEL for one (repeatable); stages: extract_graph, summarize_chunk, resolve, "
+        "contextualize_chunk, default.",
+    ),
     reasoning: options.StageValues = None,
     concurrency: options.Concurrency = None,
     chunk_size: options.ChunkSize = None,
@@ -177,6 +186,10 @@ def remember_command(
         max_cost=max_cost,
         each_skipped=verbose,
     )
+    if STDIN in batch.inputs and sys.stdin.isatty():
+        # A person at a terminal would otherwise see nothing happen, and not know that gb
+        # waits for them to type (or paste) the text, nor how to end it.
+        _notice("reading standard input: type or paste the text, then Ctrl-D on a line of its own")
     several = len(batch.inputs) > 1
     # The bar is for a terminal only: without one, --json and --quiet runs (cron's) never
     # import rich, ~35 ms of every such run.
@@ -191,7 +204,8 @@ def remember_command(
                 progress.update(result.source)
             # A file name's bytes that are not UTF-8, as they are stored: printable.
             result = dataclasses.replace(result, source=shown_name(result.source))
-            if result.failure is not None:
+            # An input --max-cost stopped is said once for them all, after the run.
+            if result.failure is not None and not result.left:
                 _render().error(str(result.failure))
             if as_json:
                 json_line(result.as_json())
@@ -209,6 +223,8 @@ def remember_command(
             tally = batch.run(report, progress.on_step if live else None)
         except KeyboardInterrupt:  # SIGINT, SIGTERM, SIGHUP (cli/app.py)
             raise _interrupted(batch.tally) from None
+    if (stopped := batch.stopped()) is not None:
+        _render().error(stopped)
     if recursive:
         _deleted_files(batch.gone(paths or [], prune=prune), as_json=as_json, quiet=quiet)
     for notice in tally.notices:
@@ -238,8 +254,9 @@ def _version_notice(result: Remembered) -> None:
     if version is not None:
         _notice(
             f"{result.source}: replaces document {version['artifact_id']}: "
-            f"{version['chunks_reused']} chunks reused, {version['chunks_extracted']} "
-            f"extracted again, {version['facts_expired']} facts expired (no longer stated)"
+            f"{counted(version['chunks_reused'], 'chunk')} reused, "
+            f"{version['chunks_extracted']} extracted again, "
+            f"{counted(version['facts_expired'], 'fact')} expired (no longer stated)"
         )
 
 
@@ -252,7 +269,8 @@ def _deleted_files(lines: list[dict[str, Any]], *, as_json: bool, quiet: bool) -
         elif not quiet:
             if line["status"] == "removed":
                 said = (
-                    f"document {line['artifact_id']} removed, {line['facts_expired']} facts expired"
+                    f"document {line['artifact_id']} removed, "
+                    f"{counted(line['facts_expired'], 'fact')} expired"
                 )
             else:
                 said = f"still remembered as document {line['artifact_id']} (--prune removes it)"
@@ -262,7 +280,7 @@ def _deleted_files(lines: list[dict[str, Any]], *, as_json: bool, quiet: bool) -
 def _interrupted(tally: Tally) -> Interrupted:
     """What a signal left: every chunk stored before it is kept whole (the one being
     stored rolled back), every answer received is kept, and a rerun goes on from there."""
-    done = f"{tally.done} of {tally.total} inputs done; " if tally.total > 1 else ""
+    done = f"{tally.done} of {counted(tally.total, 'input')} done; " if tally.total > 1 else ""
     return interrupted(
         f"{done}what was stored is kept, each chunk whole; run the same command again to continue"
     )
@@ -275,12 +293,17 @@ def _stage_flags(
     for value in values or ():
         stage, sep, setting = value.partition("=")
         stage, setting = stage.strip(), setting.strip()
+        if section == "models" and not sep and stage:
+            # `-m gpt-4o`: a model alone is the default model, the one most runs change;
+            # STAGE=MODEL still picks one stage's.
+            stage, sep, setting = "default", "=", stage
         stages = ("default", *STAGES) if section == "models" else STAGES
         # A flag that cannot work is a usage error (exit 2), as every bad option value is.
         if not sep or stage not in stages or not setting:
             raise UsageError(
                 f"--{'model' if section == 'models' else 'reasoning'} {value!r}: "
-                f"expected STAGE=VALUE with STAGE one of {', '.join(stages)}"
+                f"expected {'MODEL or ' if section == 'models' else ''}STAGE=VALUE with STAGE "
+                f"one of {', '.join(stages)}"
             )
         if allowed and setting not in allowed:
             raise UsageError(

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gligabao.base.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
+from gligabao.base.words import plural
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
 from gligabao.read.documents import cite_described
@@ -173,7 +174,8 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         stdout.print(
             _assemble(
                 (source, "bold"),
-                f": {_n(cut.tokens)} tokens, fits in one chunk: not chunked ({sizing})",
+                f": {_n(cut.tokens)} {plural(cut.tokens, 'token')}, fits in one chunk: "
+                f"not chunked ({sizing})",
             )
         )
         return
@@ -203,7 +205,10 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
             *section,
             _text(first_words(c.text), **cut_off),
         )
-    table.caption = _text(f"{_n(cut.tokens)} tokens in {len(cut.chunks)} chunks ({sizing})")
+    table.caption = _text(
+        f"{_n(cut.tokens)} {plural(cut.tokens, 'token')} in {len(cut.chunks)} "
+        f"{plural(len(cut.chunks), 'chunk')} ({sizing})"
+    )
     table.caption_justify = "left"
     emit(table, heading=True)
 
@@ -283,7 +288,7 @@ def _money(cost: float | None, unpriced: int = 0) -> str:
     known = "$0" if not cost else f"${cost:.4f}"
     if not unpriced:
         return known
-    return f"{known} + {_n(unpriced)} call{'s' if unpriced > 1 else ''} without a price"
+    return f"{known} + {_n(unpriced)} {plural(unpriced, 'call')} without a price"
 
 
 def remember_panel(done: Remembered) -> None:
@@ -295,12 +300,19 @@ def remember_panel(done: Remembered) -> None:
         f"document   {r['artifact_id']}  ({done.status})",
         f"chunks     {len(r['chunks']) if 'chunks' in r else 'not chunked'}",
         f"entities   {len(r['entities'])} ({created} new)",
-        f"edges      {len(r['edges'])} ({new_edges} new), {len(r['invalidated_edges'])} closed",
+        f"facts      {len(r['edges'])} ({new_edges} new), {len(r['invalidated_edges'])} closed",
         "embedded   "
         + ", ".join(
-            f"{r[f'embedded_{k}']} {k}" for k in ("entities", "edges", "chunks", "summaries")
+            f"{r[f'embedded_{k}']} {plural(r[f'embedded_{k}'], noun)}"
+            for k, noun in (
+                ("entities", "entity"),
+                ("edges", "fact"),
+                ("chunks", "chunk"),
+                ("summaries", "summary"),
+            )
         ),
-        f"LLM        {spend.calls} calls ({spend.reused} answers reused), "
+        f"LLM        {spend.calls} {plural(spend.calls, 'call')} ({spend.reused} "
+        f"{plural(spend.reused, 'answer')} reused), "
         f"{_n(spend.input_tokens)} in / {_n(spend.output_tokens)} out tokens",
         f"cost       {_money(spend.cost, spend.unpriced)}",
     ]
@@ -391,7 +403,7 @@ def _graph_tables(doc: dict[str, Any]) -> None:
             _row(table, str(e["id"]), e["name"], e["type"])
         emit(table, heading=True)
     if doc["edges"]:
-        table = _table("edges", "id", "fact", "relation", "valid_at", "invalid_at")
+        table = _table("facts", "id", "fact", "relation", "valid_at", "invalid_at")
         for e in doc["edges"]:
             _row(
                 table,
@@ -489,8 +501,11 @@ def left_cut(path: str, width: int) -> str:
 def forget_line(report: Any) -> None:
     stdout.print(
         _text(
-            f"forgot document {report.artifact_id}: {report.chunks} chunks, {report.summaries} "
-            f"summaries, {report.entities} entities, {report.edges} edges, {report.vectors} vectors"
+            f"forgot document {report.artifact_id}: {report.chunks} "
+            f"{plural(report.chunks, 'chunk')}, {report.summaries} "
+            f"{plural(report.summaries, 'summary')}, {report.entities} "
+            f"{plural(report.entities, 'entity')}, {report.edges} {plural(report.edges, 'fact')}, "
+            f"{report.vectors} {plural(report.vectors, 'vector')}"
         )
     )
 
@@ -504,8 +519,8 @@ def stats_table(counts: Any) -> None:
         ("chunks", counts.chunks),
         ("summaries", counts.summaries),
         ("entities", counts.entities),
-        ("edges valid", counts.edges_valid),
-        ("edges closed", counts.edges_closed),
+        ("current facts", counts.edges_valid),
+        ("closed facts", counts.edges_closed),
         ("inferences", counts.inferences),
         ("input tokens", counts.input_tokens),
         ("output tokens", counts.output_tokens),
@@ -607,7 +622,7 @@ def status_line(result: Any) -> None:
 def status_summary(files: int, states: Mapping[str, int]) -> None:
     """The line that ends `gb status`, on stderr: `gb: 3 files: 2 in sync, 1 changed`."""
     counts = ", ".join(f"{n:,} {state}" for state, n in states.items())
-    notice(f"{files:,} file{'s' if files != 1 else ''}: {counts or 'none checked'}")
+    notice(f"{files:,} {plural(files, 'file')}: {counts or 'none checked'}")
 
 
 # --- batches -----------------------------------------------------------------
@@ -619,11 +634,16 @@ def notice(message: str) -> None:
 
 def result_line(result: Remembered) -> None:
     r = result.response
-    chunks = f"{len(r['chunks'])} chunks" if "chunks" in r else "not chunked"
+    chunks = (
+        f"{len(r['chunks'])} {plural(len(r['chunks']), 'chunk')}"
+        if "chunks" in r
+        else "not chunked"
+    )
+    entities, edges = len(r["entities"]), len(r["edges"])
     stdout.print(
         _text(
             f"{result.status:<10} {result.source} -> document {r['artifact_id']} ({chunks}, "
-            f"{len(r['entities'])} entities, {len(r['edges'])} edges)"
+            f"{entities} {plural(entities, 'entity')}, {edges} {plural(edges, 'fact')})"
         )
     )
 
@@ -633,10 +653,11 @@ def tally_summary(tally: Any, *, skipped: int = 0) -> str:
     counts = ", ".join(f"{n} {status}" for status, n in sorted(tally.by_status.items()))
     cost = _money(tally.cost, tally.unpriced)
     # Not an input's status: the skipped files were never inputs.
-    left_out = f" ({skipped:,} file{'s' if skipped > 1 else ''} skipped)" if skipped else ""
+    left_out = f" ({skipped:,} {plural(skipped, 'file')} skipped)" if skipped else ""
     return (
-        f"{tally.done} inputs: {counts or 'none'}{left_out}; {tally.chunks:,} chunks, "
-        f"{tally.tokens:,} tokens, cost {cost}, {tally.elapsed:.1f} s"
+        f"{tally.done} {plural(tally.done, 'input')}: {counts or 'none'}{left_out}; "
+        f"{tally.chunks:,} {plural(tally.chunks, 'chunk')}, "
+        f"{tally.tokens:,} {plural(tally.tokens, 'token')}, cost {cost}, {tally.elapsed:.1f} s"
     )
 
 
@@ -691,13 +712,14 @@ class BatchProgress:
         total = c.total
         fields = [
             f"{c.done:,.0f}/{'?' if total is None else f'{total:,.0f}'} chunks",
-            f"{t.done:,}/{t.total:,} files",
+            f"{t.done:,}/{t.total:,} {plural(t.total, 'file')}",
             f"{clock_time(c.eta())} left",
             _money(t.cost, t.unpriced),
         ]
         if self.calls_out is not None:
-            fields.append(f"{self.calls_out():,} calls out")
-        fields.append(f"{t.tokens:,} tokens")
+            out = self.calls_out()
+            fields.append(f"{out:,} {plural(out, 'call')} out")
+        fields.append(f"{t.tokens:,} {plural(t.tokens, 'token')}")
         filled = 0 if not total else round(_BAR * min(1.0, c.done / total))
         line = Text("remembering ")
         line.append("━" * filled, style="magenta")

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from gligabao.base.jsonl import json_record
+from gligabao.base.words import plural
 from gligabao.errors import GbError, UsageError
 from gligabao.graph.queries import Entity, Evidence, Fact, attach_evidence
 from gligabao.store import Connection
@@ -250,7 +251,8 @@ def write_graphml(graph: Graph, out: TextIO) -> None:
     out.write(
         '  <graph id="G" edgedefault="directed">\n'
         f"    <desc>{xml_text(f'gb export of dataset {graph.dataset!r}: ')}"
-        f"{len(graph.entities)} entities, {graph.fact_count} facts{xml_text(when)}</desc>\n"
+        f"{len(graph.entities)} {plural(len(graph.entities), 'entity')}, {graph.fact_count} "
+        f"{plural(graph.fact_count, 'fact')}{xml_text(when)}</desc>\n"
     )
     for entity in graph.entities:
         out.write(f'    <node id="n{entity.id}" labels="{xml_attr(_labels(entity.type))}">\n')

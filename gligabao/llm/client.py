@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.base.redact import safe_url, scrub
+from gligabao.base.words import counted
 from gligabao.config import Config
 from gligabao.llm import float32, wire
 from gligabao.llm.endpoint import (
@@ -647,7 +648,9 @@ class LLM:
         n = len(plan.inputs)
         data = sorted(response.data, key=lambda d: d.index)
         if len(data) != n or [d.index for d in data] != list(range(n)):
-            raise Unusable(f"the answer held {len(data)} vectors for {n} texts")
+            raise Unusable(
+                f"the answer held {counted(len(data), 'vector')} for {counted(n, 'text')}"
+            )
         answered = [float32.decoded(d.embedding) for d in data]
         sizes = {len(e) if isinstance(e, Float32 | list) else 0 for e in answered}
         if len(sizes) == 1 and sizes != {dimensions}:

@@ -23,6 +23,8 @@ from typing import BinaryIO
 from gligabao.errors import InputError
 
 __all__ = [
+    "FOLDER",
+    "FOLDER_WALKED",
     "MAX_BYTES",
     "MAX_LIST_BYTES",
     "STDIN",
@@ -38,6 +40,10 @@ __all__ = [
 MAX_BYTES = 1 << 20  # 1 MiB, accepted; one byte more is refused
 MAX_LIST_BYTES = 64 << 20  # a list of paths or of queries: a million lines of 64 bytes
 STDIN = "-"
+# What a folder named as an input is told to do instead: where the command walks
+# folders (-r) the user is pointed at it, since that is what they most likely meant.
+FOLDER = "give the files in it"
+FOLDER_WALKED = "use -r (--recursive) for the files in it and below, or name the files"
 
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # opening a FIFO with no writer must not wait
 _OPEN_FLAGS = os.O_RDONLY | _NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
@@ -58,11 +64,12 @@ def shown_name(name: str) -> str:
         return name.encode("utf-8", "backslashreplace").decode("ascii")
 
 
-def open_file(name: str, *, pipes: bool = False, given: str = "") -> BinaryIO:
+def open_file(name: str, *, pipes: bool = False, given: str = "", folder: str = FOLDER) -> BinaryIO:
     """The file ``name``, open to read; InputError (its name, ``given`` and why) for a
-    path that is missing, unreadable, a folder, or not a regular file. With ``pipes``
-    a FIFO is read too (a list from `<(find ...)`): without a writer it reads as empty.
-    The open never blocks, so a FIFO or a device is never waited on."""
+    path that is missing, unreadable, a folder (``folder`` says what to do instead), or
+    not a regular file. With ``pipes`` a FIFO is read too (a list from `<(find ...)`):
+    without a writer it reads as empty. The open never blocks, so a FIFO or a device is
+    never waited on."""
     shown = shown_name(name)
     try:
         fd = os.open(name, _OPEN_FLAGS)
@@ -71,13 +78,13 @@ def open_file(name: str, *, pipes: bool = False, given: str = "") -> BinaryIO:
     except PermissionError:
         raise InputError(shown, f"cannot be read{given}: permission denied") from None
     except IsADirectoryError:
-        raise InputError(shown, "is a directory; give the files in it") from None
+        raise InputError(shown, f"is a directory; {folder}") from None
     except OSError as exc:
         raise InputError(shown, f"cannot be read{given}: {exc.strerror or exc}") from None
     try:
         mode = os.fstat(fd).st_mode
         if stat.S_ISDIR(mode):
-            raise InputError(shown, "is a directory; give the files in it")
+            raise InputError(shown, f"is a directory; {folder}")
         if not stat.S_ISREG(mode) and not (pipes and stat.S_ISFIFO(mode)):
             instead = "a regular file or a pipe" if pipes else "its content on standard input (-)"
             raise InputError(
@@ -150,8 +157,8 @@ def read_stdin(stdin: BinaryIO | None) -> bytes:
     return stream.read(MAX_BYTES + 1)
 
 
-def read_file_bytes(name: str, most: int = MAX_BYTES) -> bytes:
-    with open_file(name) as handle:
+def read_file_bytes(name: str, most: int = MAX_BYTES, *, folder: str = FOLDER) -> bytes:
+    with open_file(name, folder=folder) as handle:
         try:
             return handle.read(most + 1)
         except OSError as exc:  # EIO, or a file that is not what its mode said

@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 from gligabao.errors import InputError
 from gligabao.read.documents import FormattedDocument, describe
 from gligabao.read.files import (
+    FOLDER,
     MAX_BYTES,
     STDIN,
     decode,
@@ -109,14 +110,20 @@ def read_source(name: str, stdin: BinaryIO | None = None, *, chat: bool = False)
 
 
 def read_sources(
-    name: str, stdin: BinaryIO | None = None, *, chat: bool = False, all_branches: bool = False
+    name: str,
+    stdin: BinaryIO | None = None,
+    *,
+    chat: bool = False,
+    all_branches: bool = False,
+    folder: str = FOLDER,
 ) -> list[Source]:
     """The documents of one input: its text, or what a format reader made of a PDF,
     an HTML page or a chat export (each conversation one; with ``all_branches`` each
     other branch too). ``chat`` (``--mode chat``) refuses a file that is not a chat
-    export. InputError, one line, for one that is refused."""
+    export. InputError, one line, for one that is refused (a folder: ``folder`` says
+    what to do instead)."""
     shown = shown_name(name)
-    data = read_stdin(stdin) if name == STDIN else read_file_bytes(name)
+    data = read_stdin(stdin) if name == STDIN else read_file_bytes(name, folder=folder)
     kind = kind_of(None if name == STDIN else name, data)
     if chat and kind != "chat":
         kind = "chat"  # read_chat says why the file is not an export

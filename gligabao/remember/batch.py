@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from gligabao.calls import Budget, BudgetReached, Spend
 from gligabao.config import Config
 from gligabao.errors import ExitCode, GbError
-from gligabao.read.files import STDIN, shown_name
+from gligabao.read.files import FOLDER_WALKED, STDIN, shown_name
 from gligabao.read.sources import Source, read_sources
 from gligabao.remember.document import Options, remember_async, require_embeddings
 from gligabao.remember.result import FAILED, LEFT, PENDING, Remembered
@@ -62,7 +62,10 @@ async def _run_all(conn, names, config, llm, options, on_result, budget) -> None
             return
         try:
             sources = read_sources(
-                name, chat=config["mode"] == "chat", all_branches=options.all_branches
+                name,
+                chat=config["mode"] == "chat",
+                all_branches=options.all_branches,
+                folder=FOLDER_WALKED,
             )
         except GbError as exc:
             on_result(Remembered(name, FAILED, failure=exc))

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.words import plural
 from gligabao.calls import Budget, Calls, Spend
 from gligabao.chunk import ChunkSettings, get_tokenizer
 from gligabao.config import Config
@@ -93,10 +94,15 @@ class ChunkFailed(GbError):
     """A chunk failed after the document was stored; a rerun completes it."""
 
     def __init__(self, source: str, index: int, total: int, document_id: int, cause: str):
+        # "its first 0 chunks" reads as a slip: a document with none stored says so.
+        stored = (
+            f"Document {document_id} and its first {index} {plural(index, 'chunk')} are stored"
+            if index
+            else f"Document {document_id} is stored, none of its chunks yet"
+        )
         super().__init__(
             f"{source}: chunk {index + 1} of {total} failed: {cause.rstrip('. ')}. "
-            f"Document {document_id} "
-            f"and its first {index} chunks are stored; run the same command again to finish it"
+            f"{stored}; run the same command again to finish it"
         )
         self.document_id = document_id
 
@@ -324,7 +330,8 @@ class _Run:
             self.settings = _stored_settings(document)
         result = cut_source(self.source, self.settings)
         n = len(result.chunks)
-        self.step("chunk_text", f"{result.tokens} tokens in {n} chunks", chunks=n)
+        said = f"{result.tokens} {plural(result.tokens, 'token')} in {n} {plural(n, 'chunk')}"
+        self.step("chunk_text", said, chunks=n)
         pieces = [Piece(c.index, c.text, c) for c in result.chunks] or [
             Piece(0, self.source.text, None)
         ]
@@ -456,7 +463,8 @@ class _Run:
         }
         self.step(
             "diff",
-            f"{len(found)} of {len(todo)} chunks to store are chunks of document "
+            f"{len(found)} of {len(todo)} {plural(len(todo), 'chunk')} to store "
+            f"{'is a chunk' if len(found) == 1 else 'are chunks'} of document "
             f"{self.previous['id']}: reused",
             reused=len(found),
             previous=self.previous["id"],
@@ -478,7 +486,8 @@ class _Run:
         if replaced:
             reason = f"no longer stated in {self.stored_source}"
             self.expired = versions.expire_unstated(self.conn, replaced, reason)
-            self.step("expire", f"{self.expired} facts no longer stated", expired=self.expired)
+            said = f"{self.expired} {plural(self.expired, 'fact')} no longer stated"
+            self.step("expire", said, expired=self.expired)
 
     @property
     def answered(self) -> bool:
@@ -549,13 +558,15 @@ class _Run:
             asked = await ask(piece, extract_graph_request(piece.text, said_at))
             piece.extraction = got = Extraction.from_answer(asked.value)
             unreadable = (
-                f", {got.unreadable_dates} dates unreadable (stored unknown)"
+                f", {got.unreadable_dates} {plural(got.unreadable_dates, 'date')} unreadable "
+                "(stored unknown)"
                 if got.unreadable_dates
                 else ""
             )
             self.step(
                 "extract_graph",
-                f"{len(got.entities)} entities, {len(got.edges)} edges{unreadable}{_of(piece, n)}",
+                f"{len(got.entities)} {plural(len(got.entities), 'entity')}, "
+                f"{len(got.edges)} {plural(len(got.edges), 'fact')}{unreadable}{_of(piece, n)}",
                 unreadable_dates=got.unreadable_dates,
             )
 
@@ -641,13 +652,15 @@ class _Run:
                 # (candidates, embed, store), whenever its network answers actually arrived.
                 self.step(
                     "load_candidates",
-                    f"{piece.plan.undecided} items left for the LLM{_of(piece, n)}",
+                    f"{piece.plan.undecided} {plural(piece.plan.undecided, 'item')} left for "
+                    f"the LLM{_of(piece, n)}",
                     undecided=piece.plan.undecided,
                 )
                 if piece.index in resolving:
                     self.step("resolve", f"decided by a batched resolve call{_of(piece, n)}")
                 if piece.index in embedding:
-                    self.step("embed", f"{len(piece.vectors)} texts{_of(piece, n)}")
+                    texts = len(piece.vectors)
+                    self.step("embed", f"{texts} {plural(texts, 'text')}{_of(piece, n)}")
                 # A few steps of the loop between chunks, even when their answers are all
                 # in: a SIGINT lands between two chunks, not only after the whole document,
                 # and an answer that came during the last store is read and its slot's next
@@ -688,7 +701,8 @@ class _Run:
         except LLMError as exc:
             if not exc.cut_off or len(halves) < 2:
                 raise
-            self.step("resolve", f"the answer for {_count(items)} items was cut off; halved")
+            said = f"{_count(items)} {plural(_count(items), 'item')}"
+            self.step("resolve", f"the answer for {said} was cut off; halved")
             return merge_answers(list(await asyncio.gather(*map(self._decide, halves))))
         return asked.value
 

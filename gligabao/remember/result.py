@@ -47,6 +47,11 @@ class Remembered:
         return self.status not in (FAILED, LEFT)
 
     @property
+    def left(self) -> bool:
+        """Whether --max-cost left it, not started or stopped part-way."""
+        return self.status == LEFT
+
+    @property
     def document_id(self) -> int | None:
         return self.response.get("artifact_id")
 

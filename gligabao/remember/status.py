@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from gligabao.base.words import plural
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.read.files import shown_name
 from gligabao.read.sources import Source
@@ -83,10 +84,14 @@ def sync_status(
             source.label,
             SETTINGS_CHANGED,
             doc_id,
-            f"stored {len(stored)} chunks; the current settings cut {len(current)}",
+            f"stored {len(stored)} {plural(len(stored), 'chunk')}; the current settings cut "
+            f"{len(current)}",
         )
     return SyncStatus(
-        source.label, IN_SYNC, doc_id, f"{len(stored)} chunks" if stored else "not chunked"
+        source.label,
+        IN_SYNC,
+        doc_id,
+        f"{len(stored)} {plural(len(stored), 'chunk')}" if stored else "not chunked",
     )
 
 
@@ -101,7 +106,8 @@ def _changed(
         return said
     rows, reusable = versions.reusable_chunks(conn, document["dataset_id"], document["id"])
     redo = len(result.chunks) - len(diff.match(result.chunks, rows, reusable))
-    return f"{said}: {redo} of {len(result.chunks)} chunks to extract again"
+    n = len(result.chunks)
+    return f"{said}: {redo} of {n} {plural(n, 'chunk')} to extract again"
 
 
 def deleted_files(

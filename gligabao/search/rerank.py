@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.base.snippet import snippet
+from gligabao.base.words import counted
 from gligabao.config import Config
 from gligabao.llm.endpoint import Endpoints, LLMError
 from gligabao.llm.prompts import rerank_request
@@ -135,7 +136,7 @@ class Reranker:
         if ordered is None:
             return Reranked(
                 hits,
-                f"reranking failed: the answer named none of its {len(hits)} passages; "
+                f"reranking failed: the answer named none of its {counted(len(hits), 'passage')}; "
                 + _FALLBACK,
                 asked.inference_id,
             )

@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.words import plural
 from gligabao.errors import ConfigError, UsageError
 from gligabao.read.discovery import Discovery, skip_summary
 from gligabao.read.files import STDIN, shown_name
@@ -91,6 +92,20 @@ class Batch:
 
         remember_all(self.conn, self.inputs, self.config, self.llm, options, counted, self.budget)
         return self.tally
+
+    def stopped(self) -> str | None:
+        """The run's one line about --max-cost once it stopped the run, else None: said
+        once, after the run, with the total the summary gives, rather than once for each
+        input it stopped, each with the total spent at that moment."""
+        from gligabao.remember.result import LEFT
+
+        left = self.tally.by_status.get(LEFT, 0)
+        if self.budget is None or not self.budget.reached or not left:
+            return None
+        return (
+            f"stopped at --max-cost ${self.budget.limit:g}: ${self.tally.cost:.4f} spent, "
+            f"{left} {plural(left, 'input')} left; run the same command again to go on"
+        )
 
     def gone(self, paths: Sequence[str], *, prune: bool) -> list[dict[str, Any]]:
         """The files remembered from the folders among `paths` that are deleted, each as

@@ -11,6 +11,7 @@ from typing import Any
 from gligabao.chunk import ChunkSettings
 from gligabao.config import Config
 from gligabao.errors import InputError
+from gligabao.read.files import FOLDER_WALKED
 from gligabao.read.sources import read_sources
 from gligabao.remember.status import SyncStatus, deleted_files, sync_status
 
@@ -39,7 +40,8 @@ class Sync:
         self.files = len(self.inputs)
         for name in self.inputs:
             try:
-                sources = read_sources(name)  # a chat export: each conversation, in turn
+                # A chat export: each conversation, in turn.
+                sources = read_sources(name, folder=FOLDER_WALKED)
                 if conn is None:  # once a file is read: a missing file alone is still exit 3
                     conn, dataset_id = self.connect()
                 results = [

@@ -281,9 +281,10 @@ def test_unknown_keys_only_warn(gb_cli) -> None:
     assert json.loads(result.stdout)["chunk_size"]["source"] == "default"
     warnings = result.stderr.splitlines()
     assert warnings == [
-        "gb: warning: gligabao.toml: unknown key 'chunk_sise' ignored",
+        "gb: warning: gligabao.toml: unknown key 'chunk_sise' ignored; did you mean 'chunk_size'?",
         "gb: warning: gligabao.toml: unknown key 'colour' ignored",
-        "gb: warning: gligabao.toml: unknown key 'llm.base_ulr' ignored",
+        "gb: warning: gligabao.toml: unknown key 'llm.base_ulr' ignored; "
+        "did you mean 'llm.base_url'?",
         "gb: warning: gligabao.toml: unknown key 'weird' ignored",
     ]
     # chunk-preview warns the same way and still works.
@@ -291,6 +292,20 @@ def test_unknown_keys_only_warn(gb_cli) -> None:
     result = gb_cli("chunk-preview", "doc.txt")
     assert result.exit_code == 0
     assert "unknown key 'chunk_sise'" in result.stderr
+
+
+def test_an_unknown_key_names_the_nearest_known_one(gb_cli) -> None:
+    # A key in the wrong table is a near miss too: [models] default written as defualt,
+    # a section's key at the top.
+    Path("gligabao.toml").write_text('[models]\ndefualt = "m"\nbase_url = "http://x"\n')
+    result = gb_cli("config", "--json")
+    assert result.exit_code == 0
+    assert result.stderr.splitlines() == [
+        "gb: warning: gligabao.toml: unknown key 'models.defualt' ignored; "
+        "did you mean 'models.default'?",
+        "gb: warning: gligabao.toml: unknown key 'models.base_url' ignored; "
+        "did you mean 'llm.base_url'?",
+    ]
 
 
 @pytest.mark.parametrize("origin", ["file", "env"])

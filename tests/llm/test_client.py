@@ -693,7 +693,7 @@ def test_embed(srv: LLMServer) -> None:
 @pytest.mark.parametrize(
     ("kind", "cause"),
     [
-        ("truncated", "the answer held 1 vectors for 3 texts"),
+        ("truncated", "the answer held 1 vector for 3 texts"),
         ("empty", "the answer could not be read"),
     ],
 )
