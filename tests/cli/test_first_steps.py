@@ -142,9 +142,9 @@ def test_m_model_sets_the_default_model_and_stage_model_still_picks_one(gb_cli, 
     for request in chat:
         wanted = "gpt-4.1-mini" if request.stage == "summarize_chunk" else "gpt-4o"
         assert request.body["model"] == wanted, request.stage
-    # The long form takes a model alone too; a pair with no known stage is still refused.
+    # The long form takes a model alone too; a pair with no known stage is refused as a usage error.
     gb(gb_cli, "remember", "a.md", "--model", "gpt-4o", "--force")
-    said = gb(gb_cli, "remember", "a.md", "--model", "nope=gpt-4o", code=5).stderr
+    said = gb(gb_cli, "remember", "a.md", "--model", "nope=gpt-4o", code=2).stderr
     assert "expected MODEL or STAGE=VALUE" in said
 
 

@@ -30,7 +30,7 @@ def _one_line(result) -> str:
         (["facts", "--at", "garbage"], "gb: --at 'garbage' is not an ISO-8601 time"),
         (["remember", "notes.txt", "--valid-at", "yesterday"], "--valid-at 'yesterday' is not"),
         (["remember", "notes.txt", "--chunk-size", "10"], "chunk_size = 10 (from flag) is out"),
-        (["remember", "notes.txt", "--model", "bogus=x"], "--model 'bogus=x': expected STAGE="),
+        (["remember", "notes.txt", "--model", "bogus=x"], "'bogus=x': expected MODEL or STAGE="),
         (["chunk-preview", "notes.txt", "--mode", "prose"], "mode = 'prose' (from flag) is not"),
         (["chunk-preview", "notes.txt", "--tokenizer", "bpe"], "tokenizer 'bpe' is not known"),
         (["search", "x", "--method", "foo"], "--method must be one of hybrid, bm25, vector"),
