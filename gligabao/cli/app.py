@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import os
 import sys
 from collections.abc import Callable, Mapping
@@ -104,10 +105,21 @@ def command(name: str, **kwargs: Any) -> Callable[[F], F]:
                 _say(str(stopped))
                 raise typer.Exit(int(stopped.exit_code)) from None
 
-        app.command(name, **kwargs)(run)
+        app.command(name, **_helps(func), **kwargs)(run)
         return func
 
     return register
+
+
+def _helps(func: Callable[..., Any]) -> dict[str, str]:
+    """A command's docstring as its two helps. Its first paragraph is the short line of
+    `gb --help`; the rest, which says the same at length, is `gb NAME --help`: shown
+    both, the command's help would say its first line twice in other words."""
+    doc = inspect.getdoc(func) or ""
+    summary, _, body = doc.partition("\n\n")
+    if not body.strip():
+        return {"help": summary}
+    return {"short_help": summary.replace("\n", " "), "help": body}
 
 
 def _say(message: str) -> None:
