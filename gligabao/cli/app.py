@@ -222,9 +222,11 @@ def _usage_line(exc: Any) -> str:
     return f"{message}; gb {ctx.info_name} -h lists the options"
 
 
-def log_warnings() -> None:
+def log_warnings(*, alone: bool = False) -> None:
     """What the library logs (an LLM server adapted to, say) printed as gb's own warnings,
-    `gb: warning: ...`, instead of bare lines from logging's last-resort handler."""
+    `gb: warning: ...`, instead of bare lines from logging's last-resort handler. With
+    `alone`, said by gb only, not passed on to the root logger too: gb mcp's SDK gives
+    the root logger a handler of its own, which would say each warning again its way."""
     import logging
 
     class Warn(logging.Handler):
@@ -236,6 +238,8 @@ def log_warnings() -> None:
     logger = logging.getLogger("gligabao")
     if not any(type(h).__name__ == "Warn" for h in logger.handlers):
         logger.addHandler(Warn(logging.WARNING))
+    if alone:
+        logger.propagate = False
 
 
 def configure(config_path: str | None, flags: dict[str, Any]) -> Config:

@@ -9,7 +9,7 @@ import sys
 import typer
 
 from gligabao.cli import options, signals
-from gligabao.cli.app import command
+from gligabao.cli.app import command, log_warnings
 from gligabao.errors import UsageError
 
 
@@ -64,6 +64,9 @@ def mcp_command(
     address = parse_http(http) if http is not None else None
     if address is None:
         _stdio_stops_at_ctrl_c()
+    # The library's warnings (an LLM server adapted to) as the other commands say them;
+    # set only now, once every option is known good, since it is for the serving process.
+    log_warnings(alone=True)
     serve(memory, allow_write=allow_write, roots=root or (), http=address)
 
 

@@ -349,3 +349,18 @@ def test_options_that_cannot_work_are_refused_before_serving(gb_cli) -> None:
         assert says in result.stderr and len(result.stderr.strip().splitlines()) == 1
     write("gligabao.toml", "chunk_size = 5\n")
     assert gb_cli("mcp").exit_code == 5  # a bad setting, said at start-up
+
+
+def test_an_llm_warning_has_gb_s_prefix(online) -> None:
+    # A server that refuses stream_options: the client adapts, once, and says so on
+    # stderr as every gb command does, not in the MCP SDK's own log format.
+    online.takes_stream_options = False
+
+    async def check(session: ClientSession) -> None:
+        kept = await call(session, "remember_text", {"text": story(1)})
+        assert kept.structured_content["status"] != "offline"
+
+    over_stdio(check, "--allow-write")
+    said = Path("server.log").read_text().splitlines()
+    adapted = [line for line in said if "refuses stream_options" in line]
+    assert len(adapted) == 1 and adapted[0].startswith("gb: warning: "), said
