@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from gligabao.errors import UsageError
 from gligabao.search.evaluate import RERANK, EvalResult, GoldQuery, evaluate_dataset
@@ -16,6 +16,7 @@ from gligabao.store import datasets
 if TYPE_CHECKING:
     from gligabao.config import Config
     from gligabao.search.tune import Tuning
+    from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
 
 __all__ = ["Evaluation", "evaluate"]
@@ -53,7 +54,7 @@ def _embed_all(config: Config, texts: list[str]) -> dict[str, list[float]]:
     return asyncio.run(run())
 
 
-def _vector_skip(config: Config, conn: Any, dataset: Dataset) -> str | None:
+def _vector_skip(config: Config, conn: Connection, dataset: Dataset) -> str | None:
     """Why vector and hybrid cannot run on the dataset, in a table's words, or None."""
     obstacle = vector_obstacle(config, conn, dataset)
     if obstacle == NO_VECTORS:
@@ -71,7 +72,7 @@ def _vector_skip(config: Config, conn: Any, dataset: Dataset) -> str | None:
 
 def _tuned(
     config: Config,
-    conn: Any,
+    conn: Connection,
     dataset: Dataset,
     queries: list[GoldQuery],
     vectors: dict[str, list[float]] | None,
@@ -98,7 +99,7 @@ def _tuned(
 
 def evaluate(
     config: Config,
-    conn: Any,
+    conn: Connection,
     found: Sequence[Dataset],
     queries: list[GoldQuery],
     methods: list[str],
@@ -134,7 +135,7 @@ def evaluate(
 
 def _measured(
     config: Config,
-    conn: Any,
+    conn: Connection,
     dataset: Dataset,
     queries: list[GoldQuery],
     methods: list[str],

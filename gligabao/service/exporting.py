@@ -5,19 +5,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from gligabao.errors import UsageError
 from gligabao.graph.export import Graph, atomic_file, export
 
 if TYPE_CHECKING:
+    from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
 
 __all__ = ["export_graph"]
 
 
 def export_graph(
-    conn: Any,
+    conn: Connection,
     dataset: Dataset,
     fmt: str,
     *,

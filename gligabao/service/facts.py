@@ -5,8 +5,9 @@ used), and a fact with why it is held; the types they answer."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.graph import queries
 from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
@@ -14,7 +15,11 @@ from gligabao.service.searching import Notice, or_bm25, query_vector
 
 if TYPE_CHECKING:
     from gligabao.config import Config
+    from gligabao.llm.float32 import Float32
+    from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
+
+T = TypeVar("T")
 
 __all__ = [
     "AmbiguousEntity",
@@ -44,7 +49,7 @@ class Why(Fact):
 
 def facts(
     config: Config,
-    conn: Any,
+    conn: Connection,
     dataset: Dataset,
     query: str | None,
     *,
@@ -78,11 +83,11 @@ def facts(
             rrf_k=config["search.rrf_k"],
         )
 
-    return or_bm25(run, notice)[0] if vector is not None else run(False)
+    return _searched(run, vector, notice)
 
 
 def entity(
-    config: Config, conn: Any, dataset: Dataset, name: str, *, at: str | None, depth: int
+    config: Config, conn: Connection, dataset: Dataset, name: str, *, at: str | None, depth: int
 ) -> EntityView:
     """One entity by name or id (gb entity)."""
     # Only for a name no entity has: no word on how it was looked up.
@@ -92,11 +97,17 @@ def entity(
         near = vector if with_vectors else None
         return queries.entity(conn, dataset, name, at=at, depth=depth, query_vector=near)
 
-    return or_bm25(run, None)[0] if vector is not None else run(False)
+    return _searched(run, vector, None)
 
 
 def entities(
-    config: Config, conn: Any, dataset: Dataset, query: str | None, *, limit: int, notice: Notice
+    config: Config,
+    conn: Connection,
+    dataset: Dataset,
+    query: str | None,
+    *,
+    limit: int,
+    notice: Notice,
 ) -> list[Entity]:
     """Entities by name, or searched by `query` (gb entities)."""
     vector = query_vector(config, conn, dataset, query, "entities", notice) if query else None
@@ -112,10 +123,10 @@ def entities(
             rrf_k=config["search.rrf_k"],
         )
 
-    return or_bm25(run, notice)[0] if vector is not None else run(False)
+    return _searched(run, vector, notice)
 
 
-def why(conn: Any, dataset: Dataset, fact_id: int) -> Why | None:
+def why(conn: Connection, dataset: Dataset, fact_id: int) -> Why | None:
     """A fact with its evidence and what closed it (gb why), or None when there is none."""
     fact = queries.get_fact(conn, dataset, fact_id)
     if fact is None:
@@ -125,7 +136,7 @@ def why(conn: Any, dataset: Dataset, fact_id: int) -> Why | None:
     return Why(**shown, closer=closer)
 
 
-def evidence_lines(conn: Any, document_id: int, start: int, end: int) -> tuple[bytes, int]:
+def evidence_lines(conn: Connection, document_id: int, start: int, end: int) -> tuple[bytes, int]:
     """The document's bytes from the line before `start` to the line after `end`, and the
     offset they begin at: the lines a quote is shown in."""
     from gligabao.store.facts import document_bytes
@@ -135,3 +146,11 @@ def evidence_lines(conn: Any, document_id: int, start: int, end: int) -> tuple[b
     after = data.find(b"\n", end)
     after = data.find(b"\n", after + 1) if after >= 0 else -1
     return data[first : after if after >= 0 else len(data)], first
+
+
+def _searched(
+    run: Callable[[bool], T], vector: Callable[[], Float32] | None, notice: Notice | None
+) -> T:
+    """`run` with the query's vector when it can be compared, falling back to BM25 alone
+    (said to `notice`) when it cannot be had; by BM25 alone when there is none."""
+    return or_bm25(run, notice)[0] if vector is not None else run(False)

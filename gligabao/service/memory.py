@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from gligabao.service.remembering import Batch
     from gligabao.service.searching import Hits
     from gligabao.service.sync import Sync
+    from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
     from gligabao.store.forget import ForgetReport
     from gligabao.store.stats import Stats, VecIndexStats
@@ -126,7 +127,7 @@ class Memory:
         self.config: Config = config
         self.on_notice = on_notice
         self._args = arguments.Checks(names)
-        self._conn: Any = None
+        self._conn: Connection | None = None
         self._lock = threading.RLock()
 
     # ---- the database

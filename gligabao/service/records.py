@@ -3,7 +3,7 @@ stages they are recorded under, and one call with the documents it served."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gligabao.config import STAGES
 from gligabao.errors import UsageError
@@ -11,13 +11,16 @@ from gligabao.llm.endpoint import EMBED_STAGE
 from gligabao.store import inferences as rows
 from gligabao.store.errors import NotFound
 
+if TYPE_CHECKING:
+    from gligabao.store import Connection
+
 __all__ = ["INFERENCE_STAGES", "inference", "inferences"]
 
 # Every stage an inference is recorded under: the chat stages and the embeddings.
 INFERENCE_STAGES = (*STAGES, EMBED_STAGE)
 
 
-def inferences(conn: Any, limit: int, stage: str | None) -> list[dict[str, Any]]:
+def inferences(conn: Connection, limit: int, stage: str | None) -> list[dict[str, Any]]:
     """The newest `limit` calls, of one `stage` if named."""
     return rows.list_inferences(conn, limit, stage)
 
@@ -30,7 +33,7 @@ def check_stage(stage: str | None) -> str | None:
     return stage
 
 
-def inference(conn: Any, inference_id: int) -> dict[str, Any]:
+def inference(conn: Connection, inference_id: int) -> dict[str, Any]:
     """One call whole: its record, its answer and the documents it served (`documents`)."""
     row = rows.get_inference(conn, inference_id)
     if row is None:

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gligabao.remember.batch import Tally
     from gligabao.remember.document import Options
     from gligabao.service.arguments import Checks
+    from gligabao.store import Connection
 
 __all__ = ["Batch", "prepare", "remember_text", "run_options", "skip_notices"]
 
@@ -58,7 +59,7 @@ class Batch:
     counted in `tally` (the summary line and the exit code); `gone` then lists the files
     remembered from the folders walked that are deleted (with `prune`, removed)."""
 
-    conn: Any
+    conn: Connection
     config: Config
     found: Discovery
     options: Options

@@ -21,6 +21,7 @@ from gligabao.search.hybrid import (
 if TYPE_CHECKING:
     from gligabao.config import Config
     from gligabao.llm.float32 import Float32
+    from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
 
 __all__ = ["Hits", "embedder", "or_bm25", "search_chunks"]
@@ -88,7 +89,7 @@ def or_bm25(run: Callable[[bool], T], notice: Notice | None) -> tuple[T, str | N
 
 def query_vector(
     config: Config,
-    conn: Any,
+    conn: Connection,
     dataset: Dataset,
     text: str,
     index: str,
@@ -106,7 +107,7 @@ def query_vector(
 
 
 def _method(
-    config: Config, conn: Any, dataset: Dataset, method: str, notice: Notice
+    config: Config, conn: Connection, dataset: Dataset, method: str, notice: Notice
 ) -> tuple[str, str | None]:
     """The method to run and, when it is bm25 for want of vectors, why (also said to
     `notice`); a refusal when the dataset's vectors and the query's would not compare."""
@@ -124,7 +125,7 @@ def _method(
 
 def search_chunks(
     config: Config,
-    conn: Any,
+    conn: Connection,
     dataset: Dataset,
     query: str,
     *,

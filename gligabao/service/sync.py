@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gligabao.chunk import ChunkSettings
 from gligabao.config import Config
@@ -14,6 +14,9 @@ from gligabao.errors import InputError
 from gligabao.read.files import FOLDER_WALKED
 from gligabao.read.sources import read_sources
 from gligabao.remember.status import SyncStatus, deleted_files, sync_status
+
+if TYPE_CHECKING:
+    from gligabao.store import Connection
 
 __all__ = ["Sync", "stages_owed"]
 
@@ -35,7 +38,7 @@ class Sync:
     files: int = 0  # inputs and files gone, as they are checked
 
     def __iter__(self) -> Iterator[SyncStatus | InputError]:
-        conn: Any = None
+        conn: Connection | None = None
         dataset_id: int | None = None
         self.files = len(self.inputs)
         for name in self.inputs:
