@@ -7,14 +7,13 @@ from __future__ import annotations
 import os
 import pty
 import re
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from gligabao.base.words import counted, plural
 from tests.support.helpers import gb, gb_env, stderr_lines, story, write
+from tests.support.terminal import read_until
 
 PRICES = """\
 [prices]
@@ -86,20 +85,6 @@ def test_every_warning_has_gb_s_prefix(gb_process, online) -> None:
 WAITING = "gb: reading standard input: type or paste the text, then Ctrl-D on a line of its own"
 
 
-def _read_until(fd: int, wanted: bytes, timeout: float = 30) -> bytes:
-    """What ``fd`` gives until ``wanted`` is in it (or the time is up)."""
-    got = b""
-    deadline = time.monotonic() + timeout
-    while wanted not in got and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.2)
-        if ready:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            got += chunk
-    return got
-
-
 def test_standard_input_on_a_terminal_says_gb_waits_for_it(isolated) -> None:
     # Standard input is a pseudo-terminal, as when a person types `gb remember -`; the
     # notice must come before gb reads, since until the text ends nothing else would.
@@ -115,7 +100,7 @@ def test_standard_input_on_a_terminal_says_gb_waits_for_it(isolated) -> None:
     os.close(slave)
     try:
         assert proc.stderr is not None
-        said = _read_until(proc.stderr.fileno(), b"Ctrl-D")
+        said = read_until(proc.stderr.fileno(), b"Ctrl-D", 30)
         assert said.decode().strip() == WAITING
         os.write(master, b"Typed at the terminal, a line of text to remember.\n")
         os.write(master, b"\x04")  # Ctrl-D on a line of its own: the end of the text

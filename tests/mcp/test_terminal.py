@@ -9,7 +9,6 @@ from __future__ import annotations
 import fcntl
 import os
 import pty
-import select
 import subprocess
 import sys
 import termios
@@ -17,6 +16,7 @@ import time
 from pathlib import Path
 
 from tests.support.helpers import gb_env
+from tests.support.terminal import read_until
 
 HINT = "gb: serving MCP on stdio"
 
@@ -25,26 +25,6 @@ def _controlling_terminal() -> None:
     """In the child: a session of its own whose controlling terminal is its stdin."""
     os.setsid()
     fcntl.ioctl(0, termios.TIOCSCTTY, 0)
-
-
-def _read_until(master: int, proc: subprocess.Popen[bytes], want: bytes, limit: float) -> bytes:
-    """What the terminal shows until `want` appears, the process ends, or `limit` s pass."""
-    seen = b""
-    deadline = time.monotonic() + limit
-    while want not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([master], [], [], 0.1)
-        if not ready:
-            if proc.poll() is not None:
-                break
-            continue
-        try:
-            data = os.read(master, 65536)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not data:
-            break
-        seen += data
-    return seen
 
 
 def _stored(gb_process) -> None:
@@ -66,7 +46,7 @@ def test_one_ctrl_c_ends_gb_mcp_on_a_terminal_at_once(gb_process) -> None:
     )
     os.close(slave)
     try:
-        shown = _read_until(master, proc, b"Ctrl-C stops it", limit=60)
+        shown = read_until(master, b"Ctrl-C stops it", 60, proc)
         assert HINT.encode() in shown, shown
         # The line comes just before the server starts: a Ctrl-C then is one like any
         # other. The one that was ignored came once it read its input, waiting for a client.
@@ -74,7 +54,7 @@ def test_one_ctrl_c_ends_gb_mcp_on_a_terminal_at_once(gb_process) -> None:
         assert proc.poll() is None  # serving, waiting for a client
         os.write(master, b"\x03")  # Ctrl-C, once
         started = time.monotonic()
-        shown += _read_until(master, proc, b"\x00never", limit=15)
+        shown += read_until(master, b"\x00never", 15, proc)
         assert proc.wait(timeout=15) == 130
         assert time.monotonic() - started < 10, "the first Ctrl-C did not end it at once"
     finally:
