@@ -3,6 +3,8 @@ datasets, inferences and stats. Real SQLite files with sqlite-vec loaded, no moc
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -212,6 +214,39 @@ def test_a_held_write_lock_raises_database_busy_quickly(path: Path) -> None:
     assert db.scalar(holder, "SELECT count(*) FROM gb_models") == 2
     holder.close()
     waiter.close()
+
+
+# Each process waits for the same instant, then opens the same new file: the moment two
+# cron jobs create one database.
+_OPEN_AT_ONCE = """
+import sys, time
+from gligabao.store import open_db
+at = float(sys.argv[2])
+while time.time() < at:
+    pass
+open_db(sys.argv[1]).close()
+"""
+
+
+def test_processes_creating_one_database_at_once_all_open_it(tmp_path: Path) -> None:
+    for round_ in range(3):
+        path = tmp_path / f"new{round_}.db"
+        at = time.time() + 1.5  # past every process's start-up
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _OPEN_AT_ONCE, str(path), str(at)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for _ in range(4)
+        ]
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
+        conn = open_db(path)
+        assert db.scalar(conn, "PRAGMA journal_mode") == "wal"
+        assert migrations.schema_version(conn) == migrations.SCHEMA_VERSION
+        conn.close()
 
 
 # --- datasets -----------------------------------------------------------------------

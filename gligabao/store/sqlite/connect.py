@@ -16,6 +16,7 @@ import errno
 import importlib.util
 import os
 import stat
+import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -364,13 +365,36 @@ def _ready(
                 conn.execute("PRAGMA query_only=ON")  # a write is ReadOnlyError, never tried
                 _check_schema(conn)
                 return conn
-            conn.execute("PRAGMA journal_mode=WAL")
+            _use_wal(conn)
             conn.execute("PRAGMA synchronous=NORMAL")
             migrations.migrate(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _use_wal(conn: SQLiteConnection) -> None:
+    """Switch the file to WAL mode, once: a file already in it is only read.
+
+    The switch of a new file is the one lock SQLite does not wait for: two processes
+    creating the same database at once (two cron jobs) each hold a read lock and want the
+    write lock, so SQLite answers one of them "locked" at once rather than call its busy
+    handler, which could wait forever. That one tries again here, within the busy
+    timeout, by when the other has switched the file and there is nothing left to do."""
+    deadline = time.monotonic() + conn.busy_timeout_ms / 1000
+    pause = 0.001
+    while True:
+        try:
+            if scalar(conn, "PRAGMA journal_mode") == "wal":
+                return
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except (apsw.BusyError, apsw.LockedError):
+            if time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.05)
 
 
 def _check_schema(conn: SQLiteConnection) -> None:
