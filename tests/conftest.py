@@ -21,6 +21,7 @@ import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
@@ -106,3 +107,44 @@ def corpus() -> list[str]:
     for name in CORPUS:
         shutil.copy(CORPUS_DIR / name, name)
     return list(CORPUS)
+
+
+# ---- PostgreSQL: one real server for the run (tests/support/postgres.py)
+
+_POSTGRES_TESTS_PASSED = 0
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[Any]:
+    from tests.support import postgres as support
+
+    yield from support.start()
+
+
+@pytest.fixture
+def pg_url(postgres: Any) -> Iterator[str]:
+    """The URL of a PostgreSQL database of this test's own, gb's schema in it."""
+    name = postgres.new_database()
+    yield postgres.url(name)
+    postgres.drop(name)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    global _POSTGRES_TESTS_PASSED
+    fixtures = dict(report.user_properties).get("fixturenames", ())
+    if report.when == "call" and report.passed and "pg_url" in fixtures:
+        _POSTGRES_TESTS_PASSED += 1
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:  # the fixture names travel to the report (above)
+        item.user_properties.append(("fixturenames", tuple(getattr(item, "fixturenames", ()))))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """In CI, a run of the whole suite in which no PostgreSQL test passed fails: a
+    green suite that skipped them would say nothing about the second store."""
+    whole = session.testscollected > 500  # not one file or one test run by hand
+    if os.environ.get("CI") == "true" and whole and _POSTGRES_TESTS_PASSED == 0:
+        session.exitstatus = 1
+        sys.stderr.write("\nCI: no PostgreSQL test passed; the second store went untested\n")

@@ -28,8 +28,8 @@ from gligabao.store import Connection, vectors
 from gligabao.store import facts as store_facts
 from gligabao.store.artifacts import locations_of
 from gligabao.store.datasets import Dataset
-from gligabao.store.fts import words_of
 from gligabao.store.graph import normalize_name
+from gligabao.store.terms import words_of
 
 __all__ = [
     "AmbiguousEntity",

@@ -32,10 +32,11 @@ from gligabao.store.errors import (
     DatabaseBusy,
     DatabaseError,
     EmbeddingMismatch,
+    NoDatabase,
     NotFound,
     SchemaTooNew,
 )
-from gligabao.store.sqlite.connect import open_db, peek_db
+from gligabao.store.opening import open_db, peek_db
 
 # Imported where they are used: see __getattr__. Each name is a module of the store, or
 # of the database's own package where each database does it its own way.
@@ -50,7 +51,7 @@ _SUBMODULES = {
     "inferences": "gligabao.store.inferences",
     "migrations": "gligabao.store.sqlite.migrations",
     "stats": "gligabao.store.stats",
-    "vectors": "gligabao.store.sqlite.vectors",
+    "vectors": "gligabao.store.vectors",
 }
 
 __all__ = [
@@ -58,6 +59,7 @@ __all__ = [
     "DatabaseBusy",
     "DatabaseError",
     "EmbeddingMismatch",
+    "NoDatabase",
     "NotFound",
     "SchemaTooNew",
     "integrity_problems",

@@ -14,12 +14,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from gligabao.base.lines import line_range
+from gligabao.store import dialect, fts
 from gligabao.store.connection import Connection
-from gligabao.store.db import now_iso, transaction, write
+from gligabao.store.db import insert, now_iso, transaction, write
 from gligabao.store.db import query as _rows
 from gligabao.store.db import query_one as _row
 from gligabao.store.errors import NotFound
-from gligabao.store.sqlite import fts
 
 __all__ = [
     "COMPLETE",
@@ -125,13 +125,12 @@ def locations_of(artifact: Mapping[str, Any]) -> dict[str, Any]:
 def chunks_with_role(conn: Connection, dataset_id: int, role: str) -> list[int]:
     """The ids of the current chunks of a dataset that hold a message by ``role`` (a
     chat export's), for `gb search --role`: a hit is kept if its chunk is one."""
+    roles = dialect.of(conn).json_texts("c.locations", "messages", "roles")
     rows = _rows(
         conn,
-        """SELECT c.id FROM gb_artifacts c JOIN gb_artifacts d ON d.id = c.parent_id
+        f"""SELECT c.id FROM gb_artifacts c JOIN gb_artifacts d ON d.id = c.parent_id
            WHERE c.dataset_id = ? AND c.chunk_index IS NOT NULL AND d.superseded_by IS NULL
-             AND c.locations IS NOT NULL
-             AND EXISTS (SELECT 1 FROM json_each(c.locations, '$.messages.roles') r
-                         WHERE r.value = ?)
+             AND c.locations IS NOT NULL AND ? IN {roles}
            ORDER BY c.id""",
         (dataset_id, role),
     )
@@ -235,7 +234,8 @@ def insert_document(
 
         sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
     with transaction(conn):
-        conn.execute(
+        doc_id = insert(
+            conn,
             """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at, text,
                    tokens, query, series_id, source, content_sha256, reference_time, mode,
                    context, chunk_count, settings, status, pending)
@@ -261,7 +261,6 @@ def insert_document(
                 _pending(pending),
             ),
         )
-        doc_id = conn.last_insert_rowid()
         _set_locations(conn, doc_id, locations)
         if index_text if index_text is not None else not chunk_count:
             index_artifact_text(conn, doc_id, embedded_text(text, context), kind, dataset_id)
@@ -292,7 +291,8 @@ def insert_chunk(
         doc = _require(conn, document_id)
         if doc["parent_id"] is not None:
             raise ValueError(f"artifact {document_id} is not a document; chunks hang off one")
-        conn.execute(
+        chunk_id = insert(
+            conn,
             """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at,
                    parent_id, text, chunk_index, start_offset, end_offset, tokens,
                    overlap_tokens, reference_time, mode, section, anchor, context, pending)
@@ -318,7 +318,6 @@ def insert_chunk(
                 _pending(pending),
             ),
         )
-        chunk_id = conn.last_insert_rowid()
         _set_locations(conn, chunk_id, locations)
         if index_text:
             indexed = embedded_text(text, context)
@@ -363,7 +362,8 @@ def insert_derived(
         chunk = _require(conn, chunk_id)
         if chunk["chunk_index"] is None:
             raise ValueError(f"artifact {chunk_id} is not a chunk; only chunks have a {kind}")
-        conn.execute(
+        derived_id = insert(
+            conn,
             """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at,
                    parent_id, text, inference_id)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -378,7 +378,6 @@ def insert_derived(
                 inference_id,
             ),
         )
-        derived_id = conn.last_insert_rowid()
         if index_text:
             index_artifact_text(conn, derived_id, text, kind, chunk["dataset_id"])
     return derived_id
@@ -410,11 +409,12 @@ def find_by_source(conn: Connection, dataset_id: int, source: str) -> dict[str, 
     )
 
 
-_SUMMARY_SQL = """SELECT a.*, m.name AS model, i.reasoning AS reasoning
-    FROM gb_artifacts a
-    LEFT JOIN gb_inferences i ON i.id = a.inference_id
-    LEFT JOIN gb_models m ON m.id = i.model_id
-    WHERE a.parent_id IN (SELECT value FROM json_each(?)) AND a.kind = 'chunk_summary'"""
+def _summary_sql(conn: Connection) -> str:
+    return f"""SELECT a.*, m.name AS model, i.reasoning AS reasoning
+        FROM gb_artifacts a
+        LEFT JOIN gb_inferences i ON i.id = a.inference_id
+        LEFT JOIN gb_models m ON m.id = i.model_id
+        WHERE a.parent_id IN {dialect.of(conn).id_list("?")} AND a.kind = 'chunk_summary'"""
 
 
 def get_document(conn: Connection, artifact_id: int) -> dict[str, Any]:
@@ -435,13 +435,13 @@ def get_document(conn: Connection, artifact_id: int) -> dict[str, Any]:
         (artifact_id,),
     )
     ids = [artifact_id, *(c["id"] for c in chunks)]
-    summaries = {s["parent_id"]: s for s in _rows(conn, _SUMMARY_SQL, (json.dumps(ids),))}
+    summaries = {s["parent_id"]: s for s in _rows(conn, _summary_sql(conn), (json.dumps(ids),))}
     contexts = {
         r["parent_id"]: r["text"]
         for r in _rows(
             conn,
-            """SELECT parent_id, text FROM gb_artifacts
-               WHERE kind = ? AND parent_id IN (SELECT value FROM json_each(?))""",
+            f"""SELECT parent_id, text FROM gb_artifacts
+               WHERE kind = ? AND parent_id IN {dialect.of(conn).id_list("?")}""",
             (CONTEXT_KIND, json.dumps(ids)),
         )
     }
@@ -582,7 +582,7 @@ def list_documents(
                    substr(a.text, 1, 120) AS preview, length(a.text) AS length,
                    (SELECT count(*) FROM gb_artifacts c
                      WHERE c.parent_id = a.id AND c.chunk_index IS NOT NULL) AS chunks_stored,
-                   (SELECT group_concat(c.pending, ' ') FROM gb_artifacts c
+                   (SELECT string_agg(c.pending, ' ') FROM gb_artifacts c
                      WHERE c.parent_id = a.id AND c.pending != '') AS chunks_pending
             FROM gb_artifacts a JOIN gb_datasets d ON d.id = a.dataset_id
             WHERE {" AND ".join(where)}
@@ -630,9 +630,10 @@ def pending_documents(
         cond = "a.status = 'storing'"
         params: tuple[Any, ...] = (dataset_id,)
     else:
-        cond = """(instr(' ' || a.pending || ' ', ' ' || ? || ' ') > 0 OR EXISTS (
+        # pending is words separated by spaces; a stage is one of them.
+        cond = """(' ' || a.pending || ' ' LIKE '% ' || ? || ' %' OR EXISTS (
                      SELECT 1 FROM gb_artifacts c WHERE c.parent_id = a.id
-                       AND instr(' ' || c.pending || ' ', ' ' || ? || ' ') > 0))"""
+                       AND ' ' || c.pending || ' ' LIKE '% ' || ? || ' %'))"""
         params = (stage, stage, dataset_id)
     return _rows(
         conn,
@@ -663,9 +664,9 @@ def documents_under(conn: Connection, dataset_id: int, folder: str) -> list[dict
         conn,
         """SELECT id, source FROM gb_artifacts
            WHERE dataset_id = ? AND parent_id IS NULL AND superseded_by IS NULL
-             AND substr(source, 1, length(?)) = ?
+             AND substr(source, 1, ?) = ?
            ORDER BY source, id""",
-        (dataset_id, prefix, prefix),
+        (dataset_id, len(prefix), prefix),
     )
 
 
@@ -687,8 +688,8 @@ def summary_ids(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, int]:
     """summary id -> its chunk, for the chunks given that have a summary."""
     rows = _rows(
         conn,
-        """SELECT id, parent_id FROM gb_artifacts WHERE kind = 'chunk_summary'
-           AND parent_id IN (SELECT value FROM json_each(?))""",
+        f"""SELECT id, parent_id FROM gb_artifacts WHERE kind = 'chunk_summary'
+           AND parent_id IN {dialect.of(conn).id_list("?")}""",
         (json.dumps(list(chunk_ids)),),
     )
     return {r["id"]: r["parent_id"] for r in rows}
@@ -730,7 +731,7 @@ def tokens_of(conn: Connection, ids: Iterable[int]) -> dict[int, int | None]:
     """The token count stored with each of these artifacts, by id."""
     rows = _rows(
         conn,
-        "SELECT id, tokens FROM gb_artifacts WHERE id IN (SELECT value FROM json_each(?))",
+        f"SELECT id, tokens FROM gb_artifacts WHERE id IN {dialect.of(conn).id_list('?')}",
         (json.dumps(sorted(set(ids))),),
     )
     return {r["id"]: r["tokens"] for r in rows}

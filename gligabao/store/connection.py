@@ -21,7 +21,7 @@ Params = Sequence[Any] | Mapping[str, Any]
 class Connection(Protocol):
     """An open database: run SQL, group it in transactions, say what it is."""
 
-    dialect: str  # the database's name: "sqlite"
+    dialect: str  # the database's name: "sqlite" or "postgresql"
     path: str  # what error messages name: the file, or ":memory:"
     busy_timeout_ms: int  # how long a statement waits for another writer's lock
     read_only: bool  # opened read-only: every write is refused
@@ -36,10 +36,6 @@ class Connection(Protocol):
 
     def changes(self) -> int:
         """Rows changed by the latest writing statement."""
-        ...
-
-    def last_insert_rowid(self) -> int:
-        """The id of the row the latest INSERT made."""
         ...
 
     @property

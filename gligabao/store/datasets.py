@@ -11,10 +11,10 @@ import weakref
 from dataclasses import dataclass
 from typing import Any
 
+from gligabao.store import vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one, transaction
 from gligabao.store.errors import EmbeddingMismatch, NotFound
-from gligabao.store.sqlite import vectors
 
 __all__ = [
     "Dataset",
@@ -101,7 +101,7 @@ def get_or_create_dataset(conn: Connection, name: str) -> Dataset:
     if found is not None:
         return found
     with transaction(conn):
-        conn.execute("INSERT OR IGNORE INTO gb_datasets(name) VALUES (?)", (name,))
+        conn.execute("INSERT INTO gb_datasets(name) VALUES (?) ON CONFLICT DO NOTHING", (name,))
         found = find_dataset(conn, name)
     assert found is not None
     return found

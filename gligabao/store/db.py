@@ -16,6 +16,7 @@ from typing import Any
 from gligabao.store.connection import Connection, Params
 
 __all__ = [
+    "insert",
     "integrity_problems",
     "json_ids",
     "now_iso",
@@ -56,8 +57,8 @@ def integrity_problems(conn: Connection) -> list[str]:
 
 
 def json_ids(ids: Iterable[int]) -> str:
-    """Ids bound as one JSON parameter (`IN (SELECT value FROM json_each(?))`): no limit
-    on their number, no SQL pasting."""
+    """Ids bound as one JSON parameter (`IN dialect.of(conn).id_list("?")`): no limit on
+    their number, no SQL pasting."""
     return json.dumps([int(i) for i in ids])
 
 
@@ -67,6 +68,13 @@ def write(conn: Connection, sql: str, params: Params = ()) -> int:
     with conn.transaction():
         conn.execute(sql, params)
         return conn.changes()
+
+
+def insert(conn: Connection, sql: str, params: Params = ()) -> int:
+    """Run one INSERT of one row and return the id it was given (`RETURNING id`, which
+    both databases speak; SQLite's last_insert_rowid has no twin in PostgreSQL)."""
+    (row,) = query(conn, f"{sql} RETURNING id", params)
+    return int(row["id"])
 
 
 def query(conn: Connection, sql: str, params: Params = ()) -> list[dict[str, Any]]:

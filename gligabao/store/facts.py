@@ -1,8 +1,8 @@
 """Reading the graph back: facts with their time filters, the evidence of each,
 entities and their neighbours. Only SELECTs: every command built on this reads.
 
-Times are compared as instants (SQLite's julianday), not as text, so that "2024-01-01",
-"2024-01-01T00:00:00Z" and "2024-01-01T00:00:00.000Z" are one moment; a time SQLite
+Times are compared as instants (dialect.instant), not as text, so that "2024-01-01",
+"2024-01-01T00:00:00Z" and "2024-01-01T00:00:00.000Z" are one moment; a time the database
 cannot read counts as unknown.
 """
 
@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from gligabao.store import dialect, fts
 from gligabao.store.connection import Connection
 from gligabao.store.db import json_ids, query
-from gligabao.store.sqlite import fts
+from gligabao.store.dialect import NO_LIMIT
 
 __all__ = [
     "document_bytes",
@@ -27,25 +28,26 @@ __all__ = [
 ]
 
 
-def _instant(column: str) -> str:
-    """A column's time as a julianday, or NULL when it is no ISO date: gb stores times in
-    one form (gligabao.base.times), but a file may hold what an older gb stored as the LLM gave
-    it, and julianday('2019') is a day of 4707 BC."""
-    return (
-        f"(CASE WHEN {column} GLOB '[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' "
-        f"THEN julianday({column}) END)"
-    )
+def current(conn: Connection) -> str:
+    """A fact is current when nothing closed it and no end it was given has passed; an
+    end that is no time is no end."""
+    d = dialect.of(conn)
+    return f"""(e.expired_at IS NULL AND ({d.instant("e.invalid_at")} IS NULL
+              OR {d.instant("e.invalid_at")} > {d.now()}))"""
 
 
-# A fact is current when nothing closed it and no end it was given has passed; an end
-# that is no time is no end.
-CURRENT = f"""(e.expired_at IS NULL AND ({_instant("e.invalid_at")} IS NULL
-              OR {_instant("e.invalid_at")} > julianday('now')))"""
-_TRUE_AT = f"""(coalesce({_instant("e.valid_at")}, julianday(e.created_at)) <= julianday(:at)
-              AND ({_instant("e.invalid_at")} IS NULL
-                   OR julianday(:at) < {_instant("e.invalid_at")}))"""
-_KNOWN_AT = """(julianday(e.created_at) <= julianday(:known)
-              AND (e.expired_at IS NULL OR julianday(:known) < julianday(e.expired_at)))"""
+def _true_at(conn: Connection) -> str:
+    d = dialect.of(conn)
+    at = d.instant_of(":at")
+    return f"""(coalesce({d.instant("e.valid_at")}, {d.instant_of("e.created_at")}) <= {at}
+              AND ({d.instant("e.invalid_at")} IS NULL OR {at} < {d.instant("e.invalid_at")}))"""
+
+
+def _known_at(conn: Connection) -> str:
+    d = dialect.of(conn)
+    known = d.instant_of(":known")
+    return f"""({d.instant_of("e.created_at")} <= {known}
+              AND (e.expired_at IS NULL OR {known} < {d.instant_of("e.expired_at")}))"""
 
 
 def facts(
@@ -72,20 +74,20 @@ def facts(
     where = [
         "+e.dataset_id = :d" if ids is not None or entity_ids is not None else "e.dataset_id = :d"
     ]
+    d = dialect.of(conn)
     if at is not None:
-        where.append(_TRUE_AT)
+        where.append(_true_at(conn))
     if known_at is not None:
-        where.append(_KNOWN_AT)
+        where.append(_known_at(conn))
     if at is None and known_at is None and not closed:
-        where.append(CURRENT)
+        where.append(current(conn))
     if ids is not None:
-        where.append("e.id IN (SELECT value FROM json_each(:ids))")
+        where.append(f"e.id IN {d.id_list(':ids')}")
     if entity_ids is not None:
+        ents = d.id_list(":ents")
         where.append(
-            """e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN
-                            (SELECT value FROM json_each(:ents))
-                        UNION SELECT id FROM gb_edges WHERE target_entity_id IN
-                            (SELECT value FROM json_each(:ents)))"""
+            f"""e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN {ents}
+                        UNION SELECT id FROM gb_edges WHERE target_entity_id IN {ents})"""
         )
     if relation is not None:
         where.append("e.relation = :rel")
@@ -98,7 +100,7 @@ def facts(
         conn,
         f"""SELECT e.*, s.name AS source_name, s.type AS source_type,
                    t.name AS target_name, t.type AS target_type,
-                   c.fact AS closer_fact, {CURRENT} AS current
+                   c.fact AS closer_fact, {current(conn)} AS current
             FROM gb_edges e
             JOIN gb_entities s ON s.id = e.source_entity_id
             JOIN gb_entities t ON t.id = e.target_entity_id
@@ -114,7 +116,7 @@ def facts(
             "ents": json_ids(entity_ids or ()),
             "rel": relation,
             "s": session,
-            "n": -1 if limit is None or ids is not None else limit,
+            "n": NO_LIMIT if limit is None or ids is not None else limit,
         },
     )
     return _in_order(rows, ids, limit)
@@ -152,15 +154,15 @@ def evidence(conn: Connection, edge_ids: Sequence[int]) -> list[dict[str, Any]]:
     where it was stated."""
     return query(
         conn,
-        """SELECT l.edge_id, l.artifact_id AS chunk_id, l.quote, l.exact,
+        f"""SELECT l.edge_id, l.artifact_id AS chunk_id, l.quote, l.exact,
                   l.start_offset AS quote_start, l.end_offset AS quote_end,
                   coalesce(a.parent_id, a.id) AS document_id, d.source, a.locations,
                   coalesce(a.start_offset, 0) AS chunk_start,
-                  coalesce(a.end_offset, length(CAST(a.text AS BLOB))) AS chunk_end
+                  coalesce(a.end_offset, {dialect.of(conn).byte_length("a.text")}) AS chunk_end
            FROM gb_edge_artifacts l
            JOIN gb_artifacts a ON a.id = l.artifact_id
            JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
-           WHERE l.edge_id IN (SELECT value FROM json_each(?))
+           WHERE l.edge_id IN {dialect.of(conn).id_list("?")}
              AND (d.superseded_by IS NULL OR NOT EXISTS (
                  SELECT 1 FROM gb_edge_artifacts k
                  JOIN gb_artifacts ka ON ka.id = k.artifact_id
@@ -175,7 +177,8 @@ def document_bytes(conn: Connection, document_id: int, end: int) -> bytes:
     """The first `end` bytes of a document's text (to count its lines)."""
     rows = query(
         conn,
-        "SELECT substr(CAST(text AS BLOB), 1, ?) AS head FROM gb_artifacts WHERE id = ?",
+        f"SELECT {dialect.of(conn).byte_prefix('text', '?')} AS head "
+        "FROM gb_artifacts WHERE id = ?",
         (end, document_id),
     )
     return bytes(rows[0]["head"]) if rows else b""
@@ -193,7 +196,7 @@ def entities(
     order of `ids`."""
     where = ["+n.dataset_id = :d" if ids is not None else "n.dataset_id = :d"]
     if ids is not None:
-        where.append("n.id IN (SELECT value FROM json_each(:ids))")
+        where.append(f"n.id IN {dialect.of(conn).id_list(':ids')}")
     if name_norm is not None:
         where.append("n.name_norm = :norm")
     rows = query(
@@ -211,7 +214,7 @@ def entities(
             "d": dataset_id,
             "ids": json_ids(ids or ()),
             "norm": name_norm,
-            "n": -1 if limit is None or ids is not None else limit,
+            "n": NO_LIMIT if limit is None or ids is not None else limit,
         },
     )
     return _in_order(rows, ids, limit)
@@ -222,17 +225,18 @@ def neighbours(
 ) -> list[dict[str, Any]]:
     """The entities one fact away from any of `entity_ids`, through current facts (or
     facts true at `at`), each once: `id`, `name`, `type`."""
-    status = "AND " + (_TRUE_AT if at is not None else CURRENT)
+    status = "AND " + (_true_at(conn) if at is not None else current(conn))
     return query(
         conn,
-        f"""WITH f(id) AS (SELECT value FROM json_each(:ids)),
+        f"""WITH f(id) AS {dialect.of(conn).id_list(":ids")},
             other(id) AS (
                 SELECT e.target_entity_id FROM gb_edges e
-                WHERE e.source_entity_id IN f {status}
+                WHERE e.source_entity_id IN (SELECT id FROM f) {status}
                 UNION SELECT e.source_entity_id FROM gb_edges e
-                WHERE e.target_entity_id IN f {status})
+                WHERE e.target_entity_id IN (SELECT id FROM f) {status})
             SELECT id, name, type FROM gb_entities
-            WHERE id IN other AND id NOT IN f ORDER BY name_norm, id""",
+            WHERE id IN (SELECT id FROM other) AND id NOT IN (SELECT id FROM f)
+            ORDER BY name_norm, id""",
         {"ids": json_ids(entity_ids), "at": at},
     )
 

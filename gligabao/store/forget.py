@@ -15,10 +15,10 @@ import json
 from dataclasses import dataclass
 
 from gligabao.errors import UsageError
+from gligabao.store import dialect, fts, vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one, transaction
 from gligabao.store.errors import NotFound
-from gligabao.store.sqlite import fts, vectors
 
 __all__ = ["ForgetReport", "NotADocument", "forget"]
 
@@ -45,9 +45,6 @@ class NotADocument(UsageError):
     nothing was done."""
 
 
-_IN = "(SELECT value FROM json_each(?))"
-
-
 def _ids(conn: Connection, sql: str, *params: object) -> list[int]:
     return [next(iter(r.values())) for r in query(conn, sql, params)]
 
@@ -64,10 +61,12 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         if root["parent_id"] is not None:
             raise _not_a_document(conn, artifact_id)
         ds = root["dataset_id"]
+        ids_in = dialect.of(conn).id_list("?")
         tree = query(
             conn,
             """WITH RECURSIVE t(id) AS (
-                   SELECT ? UNION ALL SELECT a.id FROM gb_artifacts a JOIN t ON a.parent_id = t.id)
+                   SELECT CAST(? AS bigint)
+                   UNION ALL SELECT a.id FROM gb_artifacts a JOIN t ON a.parent_id = t.id)
                SELECT a.id, a.kind, a.parent_id FROM gb_artifacts a JOIN t ON t.id = a.id""",
             (artifact_id,),
         )
@@ -79,13 +78,13 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         ids_json = json.dumps(ids)
         entities = _ids(
             conn,
-            f"SELECT DISTINCT entity_id FROM gb_entity_artifacts WHERE artifact_id IN {_IN}",
+            f"SELECT DISTINCT entity_id FROM gb_entity_artifacts WHERE artifact_id IN {ids_in}",
             ids_json,
         )
         edges = _ids(
             conn,
-            f"""SELECT edge_id FROM gb_edge_artifacts WHERE artifact_id IN {_IN}
-                UNION SELECT id FROM gb_edges WHERE artifact_id IN {_IN}""",
+            f"""SELECT edge_id FROM gb_edge_artifacts WHERE artifact_id IN {ids_in}
+                UNION SELECT id FROM gb_edges WHERE artifact_id IN {ids_in}""",
             ids_json,
             ids_json,
         )
@@ -102,7 +101,7 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
 
         dead_edges = _ids(
             conn,
-            f"""SELECT id FROM gb_edges g WHERE id IN {_IN}
+            f"""SELECT id FROM gb_edges g WHERE id IN {ids_in}
                 AND NOT EXISTS (SELECT 1 FROM gb_edge_artifacts l WHERE l.edge_id = g.id)""",
             json.dumps(edges),
         )
@@ -110,11 +109,11 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         # one never takes a fact that another document supports with it.
         dead_entities = _ids(
             conn,
-            f"""SELECT id FROM gb_entities e WHERE id IN {_IN}
+            f"""SELECT id FROM gb_entities e WHERE id IN {ids_in}
                 AND NOT EXISTS (SELECT 1 FROM gb_entity_artifacts l WHERE l.entity_id = e.id)
                 AND NOT EXISTS (SELECT 1 FROM gb_edges g
                     WHERE (g.source_entity_id = e.id OR g.target_entity_id = e.id)
-                      AND g.id NOT IN {_IN})""",
+                      AND g.id NOT IN {ids_in})""",
             json.dumps(entities),
             json.dumps(dead_edges),
         )
@@ -127,7 +126,7 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         conn.execute(
             f"""UPDATE gb_edges SET invalid_at = NULL, expired_at = NULL,
                     invalidated_by_edge_id = NULL, invalidation_reason = NULL
-                WHERE invalidated_by_edge_id IN {_IN} AND id NOT IN {_IN}""",
+                WHERE invalidated_by_edge_id IN {ids_in} AND id NOT IN {ids_in}""",
             (dead_json, dead_json),
         )
         reopened = conn.changes()
@@ -139,15 +138,15 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         ) + vectors.delete_vectors(
             conn, ds, "entities", [vectors.vector_id("entities", i) for i in dead_entities]
         )
-        conn.execute(f"DELETE FROM gb_edges WHERE id IN {_IN}", (dead_json,))
-        conn.execute(f"DELETE FROM gb_entities WHERE id IN {_IN}", (json.dumps(dead_entities),))
+        conn.execute(f"DELETE FROM gb_edges WHERE id IN {ids_in}", (dead_json,))
+        conn.execute(f"DELETE FROM gb_entities WHERE id IN {ids_in}", (json.dumps(dead_entities),))
 
         # A surviving edge that pointed at a deleted chunk now points at its earliest
         # remaining source.
         conn.execute(
             f"""UPDATE gb_edges SET artifact_id = (
                     SELECT min(artifact_id) FROM gb_edge_artifacts WHERE edge_id = gb_edges.id)
-                WHERE artifact_id IS NULL AND id IN {_IN}
+                WHERE artifact_id IS NULL AND id IN {ids_in}
                   AND EXISTS (SELECT 1 FROM gb_edge_artifacts WHERE edge_id = gb_edges.id)""",
             (json.dumps(edges),),
         )
@@ -156,14 +155,14 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         # Session links stand for "seen in this session": drop those no artifact of the
         # session supports any more.
         conn.execute(
-            f"""DELETE FROM gb_session_entities WHERE entity_id IN {_IN} AND NOT EXISTS (
+            f"""DELETE FROM gb_session_entities WHERE entity_id IN {ids_in} AND NOT EXISTS (
                     SELECT 1 FROM gb_entity_artifacts l JOIN gb_artifacts a ON a.id = l.artifact_id
                     WHERE l.entity_id = gb_session_entities.entity_id
                       AND a.session_id = gb_session_entities.session_id)""",
             (json.dumps(entities),),
         )
         conn.execute(
-            f"""DELETE FROM gb_session_edges WHERE edge_id IN {_IN} AND NOT EXISTS (
+            f"""DELETE FROM gb_session_edges WHERE edge_id IN {ids_in} AND NOT EXISTS (
                     SELECT 1 FROM gb_edge_artifacts l JOIN gb_artifacts a ON a.id = l.artifact_id
                     WHERE l.edge_id = gb_session_edges.edge_id
                       AND a.session_id = gb_session_edges.session_id)""",

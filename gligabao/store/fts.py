@@ -1,25 +1,65 @@
-"""Keyword search, the part every database shares: the words a query is made of.
-
-How the words are looked up is the database's own (SQLite's FTS5: sqlite/fts.py).
-"""
+"""Keyword search, whichever database holds the index: SQLite's FTS5 (sqlite/fts.py) or
+PostgreSQL's tsvectors ranked by bm25 (postgres/fts.py), picked by the connection. Both
+rank by bm25 with FTS5's constants, `rank` lower is better."""
 
 from __future__ import annotations
 
-import re
+from types import ModuleType
+from typing import Any
 
-__all__ = ["words_of"]
+from gligabao.store.connection import Connection
+from gligabao.store.postgres import fts as postgres
+from gligabao.store.sqlite import fts as sqlite
+from gligabao.store.terms import words_of
 
-# \w in Python's Unicode mode covers letters and digits of every script, like the
-# unicode61 tokenizer; everything else only separates words.
-_WORD = re.compile(r"\w+")
+__all__ = [
+    "edge_ids",
+    "entity_candidates",
+    "entity_ids",
+    "index_artifact_text",
+    "indexed_rows",
+    "search_artifacts",
+    "words_of",
+]
 
 
-def words_of(text: str, max_terms: int = 64) -> list[str]:
-    """The distinct words of `text` in order, at most `max_terms`."""
-    words: list[str] = []
-    for word in _WORD.findall(text):
-        if word not in words:
-            words.append(word)
-        if len(words) == max_terms:
-            break
-    return words
+def _of(conn: Connection) -> ModuleType:
+    return postgres if conn.dialect == "postgresql" else sqlite
+
+
+def index_artifact_text(
+    conn: Connection, artifact_id: int, text: str, kind: str, dataset_id: int
+) -> None:
+    """Put (or replace) the artifact's row in the keyword index."""
+    _of(conn).index_artifact_text(conn, artifact_id, text, kind, dataset_id)
+
+
+def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:
+    """How many of `ids` have a row in the keyword index `table` (gb_fts_artifacts,
+    gb_fts_entities, gb_fts_edges)."""
+    return int(_of(conn).indexed_rows(conn, table, ids))
+
+
+def search_artifacts(
+    conn: Connection, dataset_id: int, text: str, limit: int, session: str | None
+) -> list[dict[str, Any]]:
+    """Chunks (as embedded), summaries and unchunked documents sharing words with `text`:
+    `artifact_id`, `kind`, `rank`, best first."""
+    return list(_of(conn).search_artifacts(conn, dataset_id, text, limit, session))
+
+
+def edge_ids(conn: Connection, dataset_id: int, text: str, limit: int) -> list[int]:
+    return list(_of(conn).edge_ids(conn, dataset_id, text, limit))
+
+
+def entity_ids(
+    conn: Connection, dataset_id: int, text: str, limit: int, *, names: bool
+) -> list[int]:
+    return list(_of(conn).entity_ids(conn, dataset_id, text, limit, names=names))
+
+
+def entity_candidates(
+    conn: Connection, dataset_id: int, name: str, limit: int
+) -> list[dict[str, Any]]:
+    """Entities whose name shares words with `name`, each row with its `rank`."""
+    return list(_of(conn).entity_candidates(conn, dataset_id, name, limit))

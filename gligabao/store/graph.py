@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from gligabao.base.evidence import QuoteSpan
+from gligabao.store import dialect, fts
 from gligabao.store.connection import Connection
-from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
+from gligabao.store.db import insert, json_ids, now_iso, query, query_one, transaction, write
 from gligabao.store.errors import NotFound
-from gligabao.store.sqlite import fts
 
 __all__ = [
     "close_edge",
@@ -70,12 +70,12 @@ def insert_entity(
     if not norm:
         raise ValueError("an entity name cannot be empty")
     with transaction(conn):
-        conn.execute(
+        return insert(
+            conn,
             """INSERT INTO gb_entities(dataset_id, name, type, summary, name_norm, created_at)
                VALUES (?, ?, ?, ?, ?, ?)""",
             (dataset_id, name.strip(), type, summary, norm, created_at or now_iso()),
         )
-        return conn.last_insert_rowid()
 
 
 def upsert_entity(
@@ -130,7 +130,8 @@ def insert_edge(
                 f"edge endpoints {source_entity_id} and {target_entity_id} are not both "
                 f"entities of dataset {dataset_id}"
             )
-        conn.execute(
+        return insert(
+            conn,
             """INSERT INTO gb_edges(dataset_id, source_entity_id, target_entity_id, relation,
                    fact, valid_at, invalid_at, created_at, artifact_id)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -146,7 +147,6 @@ def insert_edge(
                 artifact_id,
             ),
         )
-        return conn.last_insert_rowid()
 
 
 def link_entity(
@@ -155,13 +155,15 @@ def link_entity(
     """Record that the entity was extracted from this artifact (idempotent)."""
     with transaction(conn):
         conn.execute(
-            "INSERT OR IGNORE INTO gb_entity_artifacts(entity_id, artifact_id) VALUES (?, ?)",
+            """INSERT INTO gb_entity_artifacts(entity_id, artifact_id) VALUES (?, ?)
+               ON CONFLICT DO NOTHING""",
             (entity_id, artifact_id),
         )
         if session_id is not None:
             conn.execute(
-                """INSERT OR IGNORE INTO gb_session_entities(dataset_id, session_id, entity_id)
-                   SELECT dataset_id, ?, id FROM gb_entities WHERE id = ?""",
+                """INSERT INTO gb_session_entities(dataset_id, session_id, entity_id)
+                   SELECT dataset_id, ?, id FROM gb_entities WHERE id = ?
+                   ON CONFLICT DO NOTHING""",
                 (session_id, entity_id),
             )
 
@@ -178,14 +180,16 @@ def link_edge(
     ev = evidence or QuoteSpan(None, None, None, False)
     with transaction(conn):
         conn.execute(
-            """INSERT OR IGNORE INTO gb_edge_artifacts(edge_id, artifact_id, quote,
-                   start_offset, end_offset, exact) VALUES (?, ?, ?, ?, ?, ?)""",
+            """INSERT INTO gb_edge_artifacts(edge_id, artifact_id, quote,
+                   start_offset, end_offset, exact) VALUES (?, ?, ?, ?, ?, ?)
+               ON CONFLICT DO NOTHING""",
             (edge_id, artifact_id, ev.quote, ev.start_offset, ev.end_offset, int(ev.exact)),
         )
         if session_id is not None:
             conn.execute(
-                """INSERT OR IGNORE INTO gb_session_edges(dataset_id, session_id, edge_id)
-                   SELECT dataset_id, ?, id FROM gb_edges WHERE id = ?""",
+                """INSERT INTO gb_session_edges(dataset_id, session_id, edge_id)
+                   SELECT dataset_id, ?, id FROM gb_edges WHERE id = ?
+                   ON CONFLICT DO NOTHING""",
                 (session_id, edge_id),
             )
 
@@ -361,8 +365,8 @@ def current_edges_touching(
             row["id"]
             for row in query(
                 conn,
-                """SELECT id FROM gb_entities
-                   WHERE dataset_id = ? AND name_norm IN (SELECT value FROM json_each(?))""",
+                f"""SELECT id FROM gb_entities
+                   WHERE dataset_id = ? AND name_norm IN {dialect.of(conn).text_list("?")}""",
                 (dataset_id, json.dumps(names)),
             )
         )
@@ -372,24 +376,26 @@ def current_edges_touching(
     if nearest is not None:
         # Current facts first: a hub's closed history must not crowd them out.
         order = """(e.invalid_at IS NULL AND e.expired_at IS NULL) DESC,
-                   (s.name_norm = :a) + (t.name_norm = :b) DESC, e.id DESC"""
+                   CASE WHEN s.name_norm = :a THEN 1 ELSE 0 END
+                   + CASE WHEN t.name_norm = :b THEN 1 ELSE 0 END DESC, e.id DESC"""
     a, b = nearest if nearest is not None else (None, None)
     return query(
         conn,
-        f"""WITH ends(id) AS (SELECT value FROM json_each(:ids))
+        f"""WITH ends(id) AS {dialect.of(conn).id_list(":ids")}
             SELECT e.*, s.name AS source_name, s.name_norm AS source_norm,
                    t.name AS target_name, t.name_norm AS target_norm
             FROM gb_edges e
             JOIN gb_entities s ON s.id = e.source_entity_id
             JOIN gb_entities t ON t.id = e.target_entity_id
-            WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN ends
-                           UNION SELECT id FROM gb_edges WHERE target_entity_id IN ends)
+            WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN (SELECT id FROM ends)
+                           UNION SELECT id FROM gb_edges
+                           WHERE target_entity_id IN (SELECT id FROM ends))
               -- Unary +: found by their ids above, never by scanning the dataset's edges
               -- (the planner's pick otherwise, which grows with the whole graph).
               AND +e.dataset_id = :d
-              AND (:closed OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
+              AND (:closed = 1 OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
             ORDER BY {order}
-            LIMIT {-1 if limit is None else int(limit)}""",  # not bound: entity_candidates_fts
+            LIMIT {dialect.NO_LIMIT if limit is None else int(limit)}""",  # not bound: see fts
         {
             "d": dataset_id,
             "ids": json_ids(sorted(ends)),
@@ -404,9 +410,9 @@ def entities_for_artifacts(conn: Connection, artifact_ids: Iterable[int]) -> lis
     """Entities linked to any of these artifacts, each once, in id order."""
     return query(
         conn,
-        """SELECT * FROM gb_entities WHERE id IN (
+        f"""SELECT * FROM gb_entities WHERE id IN (
                SELECT entity_id FROM gb_entity_artifacts
-               WHERE artifact_id IN (SELECT value FROM json_each(?)))
+               WHERE artifact_id IN {dialect.of(conn).id_list("?")})
            ORDER BY id""",
         (json_ids(artifact_ids),),
     )
@@ -416,11 +422,11 @@ def edges_for_artifacts(conn: Connection, artifact_ids: Iterable[int]) -> list[d
     """Edges linked to any of these artifacts, each once, with their endpoints' names."""
     return query(
         conn,
-        """SELECT g.*, s.name AS source_name, t.name AS target_name FROM gb_edges g
+        f"""SELECT g.*, s.name AS source_name, t.name AS target_name FROM gb_edges g
            JOIN gb_entities s ON s.id = g.source_entity_id
            JOIN gb_entities t ON t.id = g.target_entity_id
            WHERE g.id IN (SELECT edge_id FROM gb_edge_artifacts
-                          WHERE artifact_id IN (SELECT value FROM json_each(?)))
+                          WHERE artifact_id IN {dialect.of(conn).id_list("?")})
            ORDER BY g.id""",
         (json_ids(artifact_ids),),
     )

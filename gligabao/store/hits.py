@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from gligabao.store import dialect
 from gligabao.store.artifacts import SUMMARY_KIND
 from gligabao.store.connection import Connection
 from gligabao.store.db import query
@@ -20,11 +21,11 @@ def kinds(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     each artifact: no text, which for a document's row is the whole document."""
     rows = query(
         conn,
-        """SELECT a.id, a.parent_id, a.kind,
+        f"""SELECT a.id, a.parent_id, a.kind,
                   CASE WHEN a.parent_id IS NULL THEN a.superseded_by
                        ELSE d.superseded_by END AS superseded_by
            FROM gb_artifacts a LEFT JOIN gb_artifacts d ON d.id = a.parent_id
-           WHERE a.id IN (SELECT value FROM json_each(?))""",
+           WHERE a.id IN {dialect.of(conn).id_list("?")}""",
         (json.dumps(list(ids)),),
     )
     return {r["id"]: r for r in rows}
@@ -57,12 +58,12 @@ def details(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     before and in the chunk without reading the rest of the document."""
     rows = query(
         conn,
-        """SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section,
+        f"""SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section,
                   a.locations, d.id AS document_id, d.source,
                   CASE WHEN a.parent_id IS NULL THEN NULL
-                       ELSE substr(CAST(d.text AS BLOB), 1, a.end_offset) END AS head
+                       ELSE {dialect.of(conn).byte_prefix("d.text", "a.end_offset")} END AS head
            FROM gb_artifacts a JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
-           WHERE a.id IN (SELECT value FROM json_each(?))""",
+           WHERE a.id IN {dialect.of(conn).id_list("?")}""",
         (json.dumps(list(ids)),),
     )
     return {r["id"]: r for r in rows}
@@ -73,7 +74,7 @@ def summaries(conn: Connection, chunk_ids: Sequence[int]) -> dict[int, str]:
     rows = query(
         conn,
         f"""SELECT parent_id, text FROM gb_artifacts WHERE kind = '{SUMMARY_KIND}'
-            AND parent_id IN (SELECT value FROM json_each(?)) ORDER BY id""",
+            AND parent_id IN {dialect.of(conn).id_list("?")} ORDER BY id""",
         (json.dumps(list(chunk_ids)),),
     )
     return {r["parent_id"]: r["text"] for r in rows}

@@ -12,8 +12,9 @@ import json
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
+from gligabao.store import dialect
 from gligabao.store.connection import Connection
-from gligabao.store.db import query, query_one, scalar, transaction
+from gligabao.store.db import insert, now_iso, query, query_one, scalar, transaction
 
 __all__ = [
     "REASONING_LEVELS",
@@ -43,7 +44,7 @@ def model_id(conn: Connection, name: str) -> int:
     if found is not None:
         return int(found)
     with transaction(conn):
-        conn.execute("INSERT OR IGNORE INTO gb_models(name) VALUES (?)", (name,))
+        conn.execute("INSERT INTO gb_models(name) VALUES (?) ON CONFLICT DO NOTHING", (name,))
         return int(scalar(conn, "SELECT id FROM gb_models WHERE name = ?", (name,)))
 
 
@@ -70,12 +71,12 @@ def record_inference(
         )
     with transaction(conn):
         mid = model_id(conn, model)
-        conn.execute(
+        return insert(
+            conn,
             """INSERT INTO gb_inferences(stage, model_id, reasoning, input_tokens,
                    output_tokens, cached_tokens, cost, duration_ms, request_hash, answer,
                    dataset_id, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?,
-                       coalesce(?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')))""",
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 stage,
                 mid,
@@ -88,10 +89,9 @@ def record_inference(
                 request_hash,
                 answer,
                 dataset_id,
-                created_at,
+                created_at or now_iso(),
             ),
         )
-        return conn.last_insert_rowid()
 
 
 def find_answer(conn: Connection, request_hash: str) -> CachedAnswer | None:
@@ -126,8 +126,8 @@ def link_document(conn: Connection, inference_ids: Sequence[int], document_id: i
         return
     with transaction(conn):
         conn.execute(
-            """UPDATE gb_inferences SET document_id = ?
-               WHERE id IN (SELECT value FROM json_each(?)) AND document_id IS NULL""",
+            f"""UPDATE gb_inferences SET document_id = ?
+               WHERE id IN {dialect.of(conn).id_list("?")} AND document_id IS NULL""",
             (document_id, json.dumps(sorted(set(inference_ids)))),
         )
 

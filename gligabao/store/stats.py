@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from gligabao.store.connection import Connection
 from gligabao.store.db import query_one
-from gligabao.store.facts import CURRENT
+from gligabao.store.facts import current
 
 __all__ = ["Stats", "VecIndexStats", "stats"]
 
@@ -18,7 +18,7 @@ class Stats:
     chunks: int
     summaries: int
     entities: int
-    edges_valid: int  # current facts, as gb facts shows them (store.facts.CURRENT)
+    edges_valid: int  # current facts, as gb facts shows them (store.facts.current)
     edges_closed: int
     inferences: int
     input_tokens: int
@@ -33,13 +33,13 @@ SELECT
   (SELECT count(*) FROM gb_artifacts WHERE parent_id IS NULL {a}) AS documents,
   (SELECT count(*) FROM gb_artifacts d
     WHERE d.parent_id IS NULL AND d.superseded_by IS NULL {a}
-      AND (d.status IS NOT 'complete' OR d.pending != '' OR EXISTS (
+      AND (d.status IS DISTINCT FROM 'complete' OR d.pending != '' OR EXISTS (
            SELECT 1 FROM gb_artifacts c WHERE c.parent_id = d.id AND c.pending != ''))
   ) AS incomplete,
   (SELECT count(*) FROM gb_artifacts
     WHERE chunk_index IS NOT NULL {a}) AS chunks,
   (SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary' {a}) AS summaries,
-  (SELECT count(*) FROM gb_entities WHERE 1 {a}) AS entities,
+  (SELECT count(*) FROM gb_entities WHERE TRUE {a}) AS entities,
   (SELECT count(*) FROM gb_edges e WHERE {current} {a}) AS edges_valid,
   (SELECT count(*) FROM gb_edges e WHERE NOT {current} {a}) AS edges_closed,
   i.n AS inferences, i.input_tokens, i.output_tokens, i.cached_tokens, i.cost, i.unpriced
@@ -47,14 +47,14 @@ FROM (SELECT count(*) AS n, coalesce(sum(input_tokens), 0) AS input_tokens,
              coalesce(sum(output_tokens), 0) AS output_tokens,
              coalesce(sum(cached_tokens), 0) AS cached_tokens, sum(cost) AS cost,
              count(*) - count(cost) AS unpriced
-      FROM gb_inferences WHERE 1 {a}) AS i
+      FROM gb_inferences WHERE TRUE {a}) AS i
 """
 
 
 def stats(conn: Connection, dataset_id: int | None = None) -> Stats:
     """Counts for a dataset (inferences recorded against it), or for the whole file."""
     where = "" if dataset_id is None else "AND dataset_id = :d"
-    row = query_one(conn, _SQL.format(a=where, current=CURRENT), {"d": dataset_id})
+    row = query_one(conn, _SQL.format(a=where, current=current(conn)), {"d": dataset_id})
     assert row is not None
     return Stats(**row)
 

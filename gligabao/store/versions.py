@@ -15,10 +15,9 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gligabao.base.evidence import locate_quote
-from gligabao.store import artifacts, graph
+from gligabao.store import artifacts, dialect, graph, vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
-from gligabao.store.sqlite import vectors
 
 __all__ = [
     "copy_chunk",
@@ -204,13 +203,13 @@ def expire_unstated(
     ids = json_ids(document_ids)
     rows = query(
         conn,
-        """WITH old(id) AS (
-               SELECT value FROM json_each(:docs)
-               UNION SELECT a.id FROM gb_artifacts a
-               WHERE a.parent_id IN (SELECT value FROM json_each(:docs)))
+        f"""WITH docs(id) AS {dialect.of(conn).id_list(":docs")},
+           old(id) AS (
+               SELECT id FROM docs
+               UNION SELECT a.id FROM gb_artifacts a WHERE a.parent_id IN (SELECT id FROM docs))
            SELECT DISTINCT l.edge_id AS id FROM gb_edge_artifacts l
            JOIN gb_edges e ON e.id = l.edge_id
-           WHERE l.artifact_id IN old AND e.expired_at IS NULL
+           WHERE l.artifact_id IN (SELECT id FROM old) AND e.expired_at IS NULL
              AND NOT EXISTS (
                  SELECT 1 FROM gb_edge_artifacts k
                  JOIN gb_artifacts a ON a.id = k.artifact_id

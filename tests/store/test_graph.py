@@ -21,9 +21,8 @@ from gligabao.store import (
     integrity_problems,
     open_db,
     transaction,
-    vectors,
 )
-from gligabao.store.sqlite import fts
+from gligabao.store.sqlite import fts, vectors
 
 DIMS = 4
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from gligabao.store import datasets, db, integrity_problems, open_db, vectors
+from gligabao.store import datasets, db, integrity_problems, open_db
+from gligabao.store.sqlite import vectors
 from gligabao.store.sqlite.connect import table_exists
 
 DIMS = 32

@@ -17,7 +17,7 @@ from typing import Any
 
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, scalar, transaction
-from gligabao.store.fts import words_of
+from gligabao.store.terms import words_of
 
 __all__ = [
     "edge_ids",

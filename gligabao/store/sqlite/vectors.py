@@ -35,14 +35,29 @@ has_vectors() see only the four float indexes.
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, scalar, transaction, write
 from gligabao.store.sqlite.connect import table_exists
+from gligabao.store.vector_rows import (
+    INDEXES,
+    KIND,
+    KNN_MAX,
+    METADATA,
+    Neighbor,
+    VectorRow,
+    check_index,
+    chunk_row,
+    chunk_rows,
+    edge_row,
+    entity_row,
+    parse_vector_id,
+    summary_row,
+    to_blob,
+    vector_id,
+)
 
 if TYPE_CHECKING:
     from gligabao.store.stats import VecIndexStats
@@ -76,8 +91,6 @@ __all__ = [
     "vector_id",
 ]
 
-INDEXES = ("entities", "edges", "chunks", "summaries")
-
 # The indexes with a binary-quantized companion table (see the module docstring): all four.
 QUANTIZED = INDEXES
 
@@ -100,9 +113,6 @@ QUANTIZED_RATIO = 20
 OVERSAMPLE = 4
 OVERSAMPLE_MIN = 400
 
-# The largest k a vec0 KNN query accepts.
-KNN_MAX = 4096
-
 # vec0 stores vectors in chunks, and a vector read or written by its key (a candidate
 # rescored, an insert) is reached by walking its chunk's blob page by page: 32 vectors
 # of 1,536 dimensions are 48 pages. 128 (192 pages) made rescoring 400 candidates ~1.6x
@@ -115,42 +125,9 @@ _FLOAT_CHUNK_SIZE = 32
 # 1,536 dimensions, so small chunks cost the scan nothing and keep that step cheap.
 _BITS_CHUNK_SIZE = 32
 
-# Prefix of the vector ids, and the `kind` metadata value, of each index.
-_PREFIX = {"entities": "entity", "edges": "edge", "chunks": "chunk", "summaries": "summary"}
-_KIND = _PREFIX
-_PREFIX_INDEX = {v: k for k, v in _PREFIX.items()}
-
-# Metadata columns after `kind`, in declaration order.
-_METADATA: dict[str, tuple[str, ...]] = {
-    "entities": (),
-    "edges": (),
-    "chunks": ("artifact_id", "parent_id", "index"),
-    "summaries": ("artifact_id", "chunk_id", "parent_id", "index"),
-}
-
-
-@dataclass(frozen=True)
-class VectorRow:
-    """One vector to write: its id, the embedding, and the index's metadata columns."""
-
-    vector_id: str
-    embedding: Sequence[float] | bytes
-    metadata: Mapping[str, int] = field(default_factory=dict)
-
-
-class Neighbor(NamedTuple):
-    vector_id: str
-    distance: float
-
-
-def _check_index(index_name: str) -> None:
-    # Table names cannot be bound as parameters, so only the four known names get in.
-    if index_name not in INDEXES:
-        raise ValueError(f"unknown vector index {index_name!r}; one of {', '.join(INDEXES)}")
-
 
 def table_name(dataset_id: int, index_name: str) -> str:
-    _check_index(index_name)
+    check_index(index_name)
     return f"dataset-{int(dataset_id)}-{index_name}"
 
 
@@ -163,78 +140,6 @@ def bits_table_name(dataset_id: int, index_name: str) -> str:
     if index_name not in QUANTIZED:
         raise ValueError(f"the {index_name} index has no quantized companion")
     return table_name(dataset_id, index_name) + "-bits"
-
-
-def vector_id(index_name: str, row_id: int) -> str:
-    """`entity-3`, `edge-7`, `chunk-12` or `summary-13`."""
-    _check_index(index_name)
-    return f"{_PREFIX[index_name]}-{int(row_id)}"
-
-
-def parse_vector_id(vid: str) -> tuple[str, int]:
-    """`chunk-12` -> ('chunks', 12); a chunk's piece, `chunk-12.3`, -> ('chunks', 12)."""
-    prefix, _, number = vid.partition("-")
-    if prefix == "chunk":
-        number = number.partition(".")[0]
-    if prefix not in _PREFIX_INDEX or not number.isdigit():
-        raise ValueError(f"not a gligabao vector id: {vid!r}")
-    return _PREFIX_INDEX[prefix], int(number)
-
-
-def entity_row(entity_id: int, embedding: Sequence[float] | bytes) -> VectorRow:
-    return VectorRow(vector_id("entities", entity_id), embedding)
-
-
-def edge_row(edge_id: int, embedding: Sequence[float] | bytes) -> VectorRow:
-    return VectorRow(vector_id("edges", edge_id), embedding)
-
-
-def chunk_row(
-    chunk_id: int, parent_id: int, index: int, embedding: Sequence[float] | bytes
-) -> VectorRow:
-    meta = {"artifact_id": chunk_id, "parent_id": parent_id, "index": index}
-    return VectorRow(vector_id("chunks", chunk_id), embedding, meta)
-
-
-def chunk_rows(
-    chunk_id: int, parent_id: int, index: int, embeddings: Sequence[Sequence[float] | bytes]
-) -> list[VectorRow]:
-    """A chunk's vectors, one a piece it was embedded as (the first keeps the chunk's
-    plain id, so a chunk embedded whole is written as before)."""
-    meta = {"artifact_id": chunk_id, "parent_id": parent_id, "index": index}
-    base = vector_id("chunks", chunk_id)
-    return [
-        VectorRow(base if n == 0 else f"{base}.{n}", embedding, meta)
-        for n, embedding in enumerate(embeddings)
-    ]
-
-
-def summary_row(
-    summary_id: int,
-    chunk_id: int,
-    parent_id: int,
-    index: int,
-    embedding: Sequence[float] | bytes,
-) -> VectorRow:
-    meta = {"artifact_id": summary_id, "chunk_id": chunk_id, "parent_id": parent_id, "index": index}
-    return VectorRow(vector_id("summaries", summary_id), embedding, meta)
-
-
-def to_blob(embedding: Sequence[float] | bytes, dimensions: int | None = None) -> bytes:
-    """float32 bytes as vec0 takes them; checks the dimension when it is given."""
-    if isinstance(embedding, array) and embedding.typecode == "f":
-        blob = embedding.tobytes()  # float32 already, as the LLM layer keeps vectors
-    elif isinstance(embedding, bytes | bytearray | memoryview):
-        blob = bytes(embedding)
-    else:
-        blob = array("f", embedding).tobytes()
-    if len(blob) % 4:
-        raise ValueError("an embedding blob must be float32 (a multiple of 4 bytes)")
-    if dimensions is not None and len(blob) // 4 != dimensions:
-        raise ValueError(
-            f"embedding has {len(blob) // 4} dimensions, the dataset's vectors have {dimensions}"
-        )
-    return blob
 
 
 def _dimensions(conn: Connection, dataset_id: int) -> int | None:
@@ -254,7 +159,7 @@ def ensure_vector_tables(conn: Connection, dataset_id: int, dimensions: int) -> 
                     "vector_id text primary key",
                     f"embedding float[{int(dimensions)}] distance_metric=cosine",
                     "kind text",
-                    *(f"{c} integer" for c in _METADATA[index_name]),
+                    *(f"{c} integer" for c in METADATA[index_name]),
                     f"chunk_size={_FLOAT_CHUNK_SIZE}",
                 ]
             )
@@ -270,7 +175,7 @@ def ensure_vector_tables(conn: Connection, dataset_id: int, dimensions: int) -> 
                     "vector_id text primary key",
                     f"embedding bit[{int(dimensions)}]",
                     "kind text",
-                    *(f"{c} integer" for c in _METADATA[index_name]),
+                    *(f"{c} integer" for c in METADATA[index_name]),
                     f"chunk_size={_BITS_CHUNK_SIZE}",
                 ]
             )
@@ -307,7 +212,7 @@ def _sync_bits(conn: Connection, dataset_id: int, index_name: str) -> None:
     held = scalar(conn, f"SELECT count(*) FROM {src}")
     if held == scalar(conn, f"SELECT count(*) FROM {dst}"):
         return
-    cols = ", ".join(["vector_id", "embedding", "kind", *(f'"{c}"' for c in _METADATA[index_name])])
+    cols = ", ".join(["vector_id", "embedding", "kind", *(f'"{c}"' for c in METADATA[index_name])])
     rest = cols.removeprefix("vector_id, embedding")
     fill = (
         f'INSERT INTO "{bits}"({cols}) '
@@ -364,7 +269,7 @@ def upsert_vectors(
     is deleted first, in the same savepoint as the insert. A QUANTIZED index's bits table,
     where there is one, is written in the same savepoint, from the same float32 blobs.
     """
-    _check_index(index_name)
+    check_index(index_name)
     rows = list(rows)
     if not rows:
         return 0
@@ -373,7 +278,7 @@ def upsert_vectors(
         raise ValueError(
             f"dataset {dataset_id} has no embedding model yet; call set_embedding first"
         )
-    meta_cols = _METADATA[index_name]
+    meta_cols = METADATA[index_name]
     names = ", ".join(["vector_id", "embedding", "kind", *(f'"{c}"' for c in meta_cols)])
     marks = ", ".join("?" * (3 + len(meta_cols)))
     table = _quoted(dataset_id, index_name)
@@ -389,7 +294,7 @@ def upsert_vectors(
             )
         blob = to_blob(row.embedding, dims)
         values.append(
-            (row.vector_id, blob, _KIND[index_name], *(int(row.metadata[c]) for c in meta_cols))
+            (row.vector_id, blob, KIND[index_name], *(int(row.metadata[c]) for c in meta_cols))
         )
     targets = [(table, marks)]
     if index_name in QUANTIZED and table_exists(conn, bits_table_name(dataset_id, index_name)):
@@ -552,10 +457,10 @@ def knn(
     chunk blob: ~0.02 ms from a mapped file (search.mapped), 5-10 times more through
     SQLite's page cache, so callers that rank many should map the file first.
     """
-    _check_index(index_name)
+    check_index(index_name)
     if k <= 0 or not table_exists(conn, table_name(dataset_id, index_name)):
         return []
-    allowed = ("kind", *_METADATA[index_name])
+    allowed = ("kind", *METADATA[index_name])
     blob = to_blob(query_vector, _dimensions(conn, dataset_id))
     clauses, filters = "", []
     for col, value in (where or {}).items():
@@ -647,7 +552,7 @@ def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     for index_name in INDEXES:
         name = table_name(dataset_id, index_name)
         exists = table_exists(conn, name)
-        prefix = _PREFIX[index_name] + "-"
+        prefix = KIND[index_name] + "-"
         should_sql = f"{_PENDING}, should AS ({_SHOULD[index_name]})"
         if exists:
             # Each vector's row id: CAST reads `12` of a chunk's piece `chunk-12.3` too.

@@ -1,0 +1,1 @@
+"""Keyword search on PostgreSQL: being written."""

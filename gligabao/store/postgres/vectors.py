@@ -1,0 +1,1 @@
+"""pgvector tables: being written."""

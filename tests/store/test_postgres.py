@@ -1,0 +1,37 @@
+"""The store on a real PostgreSQL with pgvector: opening, the schema, and what a user sees
+when the server is down or the URL is wrong."""
+
+from __future__ import annotations
+
+import pytest
+
+from gligabao.store import DatabaseError, NoDatabase, datasets, db, open_db
+from gligabao.store.postgres import migrations
+from gligabao.store.postgres.connect import safe_db_url
+
+
+def test_a_url_opens_a_migrated_schema(pg_url: str) -> None:
+    conn = open_db(pg_url)
+    assert conn.dialect == "postgresql"
+    assert migrations.schema_version(conn) == migrations.SCHEMA_VERSION
+    ds = datasets.get_or_create_dataset(conn, "default")
+    assert datasets.get_or_create_dataset(conn, "default") == ds
+    conn.close()
+
+
+def test_the_password_is_never_in_a_message() -> None:
+    url = "postgresql://gb:s3cret-pass@127.0.0.1:1/gb?sslmode=disable"
+    assert safe_db_url(url) == "postgresql://gb:****@127.0.0.1:1/gb?sslmode=disable"
+    with pytest.raises(DatabaseError) as err:
+        open_db(url)
+    message = str(err.value)
+    assert "s3cret" not in message
+    assert message.startswith("cannot connect to PostgreSQL at postgresql://gb:****@127.0.0.1:1/gb")
+
+
+def test_a_reading_command_does_not_create_the_schema(pg_url: str) -> None:
+    with pytest.raises(NoDatabase):
+        open_db(pg_url, create=False, schema="elsewhere")
+    conn = open_db(pg_url, schema="elsewhere")
+    assert db.scalar(conn, "SELECT current_schema()") == "elsewhere"
+    conn.close()
