@@ -196,7 +196,7 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         cut_off = {"no_wrap": True, "overflow": "ellipsis"}
         section = [_text(c.section or "—", **cut_off)] if sections else []
         table.add_row(
-            str(c.index),
+            str(c.index + 1),  # counted from 1, as every view a person reads counts chunks
             _n(c.start_offset),
             _n(c.end_offset),
             _n(c.tokens),
@@ -354,7 +354,7 @@ def document_view(doc: dict[str, Any]) -> None:
                 summary = f"[{first_words(c['situating_context'], 40)}] {summary}"
             _row(
                 table,
-                str(c["chunk_index"]),
+                str(c["chunk_index"] + 1),  # from 1, as `chunk k of n` and chunk-preview
                 str(c["id"]),
                 _n(c["start_offset"]),
                 _n(c["end_offset"]),
