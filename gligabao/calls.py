@@ -109,14 +109,14 @@ class Budget:
             self.config["embeddings.model"] if s == EMBED_STAGE else self.config.model_for(s)
             for s in self.stages()
         }
-        return sorted(m for m in models if m not in self.config.prices)
+        return sorted(m for m in models if self.config.price_of(m) is None)
 
     async def reserve(
         self, model: str, prompt: str, max_output_tokens: int, answers: int = 1
     ) -> float:
         """Hold a call's worst cost, ``answers`` times ``prompt`` in and ``max_output_tokens``
         out; wait while other calls' holds may free enough room."""
-        price = self.config.prices.get(model)
+        price = self.config.price_of(model)
         tokens = int(ESTIMATOR.count(prompt) * _PROMPT_MARGIN) + 16
         worst = answers * price.cost(tokens, max_output_tokens) if price else 0.0
         async with self._settled:

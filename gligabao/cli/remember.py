@@ -112,7 +112,8 @@ def remember_command(
         "--max-cost",
         min=0,
         metavar="USD",
-        help="Stop before the run's LLM cost passes USD (needs [prices]).",
+        help="Stop before the run's LLM cost passes USD (needs a price for each model: "
+        "[prices], or built in for the default models at OpenAI).",
     ),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Print only errors (and --json lines)."

@@ -390,11 +390,12 @@ class Memory:
 
     @_one_at_a_time
     def stats(self, *, dataset: str | None = None) -> Stats:
-        """Counts of documents, chunks, graph, LLM calls and cost (as `gb stats`)."""
-        from gligabao.store import stats
+        """Counts of documents, chunks, graph, LLM calls and cost (as `gb stats`); calls
+        recorded without a price are priced where one is known now."""
+        from gligabao.service.pricing import priced_stats
 
         conn, dataset_id = self._filter(dataset)
-        return stats.stats(conn, dataset_id)
+        return priced_stats(self.config, conn, dataset_id)
 
     @_one_at_a_time
     def vector_stats(self, *, dataset: str | None = None) -> list[VecIndexStats]:
