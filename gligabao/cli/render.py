@@ -556,7 +556,7 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
         ("cost", cost),
         ("duration", "—" if row["duration_ms"] is None else f"{_n(row['duration_ms'])} ms"),
         ("created", row["created_at"]),
-        ("request", row["request_hash"] or "—"),
+        ("hash", row["request_hash"] or "—"),
     ]
     for name, value in fields:
         stdout.print(_text(f"{name:<10} {value}"))
@@ -565,6 +565,7 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
     for doc in served:
         chunk = "" if doc["chunk_index"] is None else f", chunk {doc['chunk_index'] + 1}"
         stdout.print(_text(f"served     document {doc['id']} {doc['source'] or '-'}{chunk}"))
+    _request_view(row.get("request"))
     answer = row["answer"]
     if answer is None:
         stdout.print(_text("answer     — (not kept)"))
@@ -573,6 +574,20 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
         answer = json.dumps(json.loads(answer), indent=2, ensure_ascii=False)
     stdout.print(_text("answer"))
     stdout.print(_indent(_text(answer, lines=True), 2))
+
+
+def _request_view(request: dict[str, Any] | None) -> None:
+    """What a call sent: each message under its role, or each text embedded."""
+    if request is None:
+        stdout.print(_text("request    — (not kept: recorded before gb kept requests)"))
+        return
+    stdout.print(_text("request"))
+    for message in request.get("messages", ()):
+        stdout.print(_indent(_text(f"{message.get('role', '?')}:", "bold"), 2))
+        stdout.print(_indent(_text(str(message.get("content", "")), lines=True), 4))
+    for number, text in enumerate(request.get("input", ()), start=1):
+        stdout.print(_indent(_text(f"input {number}:", "bold"), 2))
+        stdout.print(_indent(_text(str(text), lines=True), 4))
 
 
 def inferences_table(rows: list[dict[str, Any]]) -> None:
