@@ -213,6 +213,21 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
     emit(table, heading=True)
 
 
+def chunk_preview_total(cuts: Sequence[tuple[int, int]], *, failed: int = 0) -> None:
+    """The line under several previews: how many documents, tokens and chunks in all
+    (`cuts`: each document's tokens and chunks, one for a text not chunked)."""
+    tokens = sum(t for t, _ in cuts)
+    chunks = sum(c for _, c in cuts)
+    refused = f" ({_n(failed)} {plural(failed, 'input')} refused)" if failed else ""
+    stdout.print(
+        _text(
+            f"total: {_n(len(cuts))} {plural(len(cuts), 'document')}, {_n(tokens)} "
+            f"{plural(tokens, 'token')} in {_n(chunks)} {plural(chunks, 'chunk')}{refused}",
+            "bold",
+        )
+    )
+
+
 def config_table(rows: list[tuple[str, Any, str]]) -> None:
     table = Table(title="effective configuration", title_justify="left", expand=False)
     table.add_column("key", no_wrap=True)

@@ -424,15 +424,28 @@ class Memory:
         return records.inference(self._store(), inference_id)
 
     def preview(
-        self, paths: Sequence[str], *, all_branches: bool = False, contexts: bool = False
+        self,
+        paths: Sequence[str],
+        *,
+        all_branches: bool = False,
+        contexts: bool = False,
+        recursive: bool = False,
+        glob: Sequence[str] = (),
+        each_skipped: bool = False,
     ) -> Iterator[Preview | InputError]:
         """How each input would be cut, nothing stored (as `gb chunk-preview`): one
         Preview a document, or the InputError of an input that cannot be read; with
-        `contexts`, each chunk's situating context where the database has it."""
-        from gligabao.service.preview import previews
+        `contexts`, each chunk's situating context where the database has it. Folders
+        with `recursive`, their files narrowed by `glob`, as `remember` walks them (what
+        is skipped said as a notice, each file with `each_skipped`)."""
+        from gligabao.service.preview import inputs, previews
 
+        self.config.chunk_settings()  # a cut that cannot be: refused before the walk
+        names = inputs(
+            paths, recursive=recursive, glob=glob, notice=self._notice, each_skipped=each_skipped
+        )
         return previews(
-            self.config, paths, all_branches=all_branches, contexts=contexts, notice=self._notice
+            self.config, names, all_branches=all_branches, contexts=contexts, notice=self._notice
         )
 
     @_one_at_a_time
