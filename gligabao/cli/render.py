@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gligabao.remember.result import Remembered
     from gligabao.search.evaluate import EvalResult
     from gligabao.search.hybrid import Hit
+    from gligabao.service.sizing import DryRun
 
 
 class _Stdout(Console):
@@ -304,6 +305,47 @@ def _money(cost: float | None, unpriced: int = 0) -> str:
     if not unpriced:
         return known
     return f"{known} + {_n(unpriced)} {plural(unpriced, 'call')} without a price"
+
+
+def dry_run_view(plan: DryRun) -> None:
+    """`gb remember --dry-run`: each document's cut and calls, each stage's calls, input
+    tokens, model and cost, then what the figures leave out."""
+    table = _table("would remember", "source", "chunks", "tokens", "calls", "input tokens")
+    for d in plan.documents:
+        chunks = _n(d.chunks) if d.chunks else "not chunked"
+        _row(
+            table,
+            d.source,
+            chunks,
+            _n(d.tokens),
+            _n(sum(d.calls.values())),
+            _n(sum(d.input_tokens.values())),
+        )
+    emit(table, heading=True)
+    calls, tokens = plan.calls(), plan.input_tokens()
+    stages = _table("by stage", "stage", "model", "calls", "input tokens", "cost")
+    for stage in plan.stages:
+        paid = plan.stage_cost(stage)
+        cost = "no price" if paid is None else f"${paid:.4f}"
+        _row(stages, stage, plan.model(stage), _n(calls[stage]), _n(tokens[stage]), cost)
+    emit(stages, heading=True)
+    chunks = sum(d.chunks or 1 for d in plan.documents)
+    total = plan.cost()
+    if total is not None:
+        cost = f"${total:.4f} for the input tokens; the answers cost more"
+    else:
+        cost = f"unknown: no price for {', '.join(plan.unpriced())} (add [prices])"
+    count = len(plan.documents)
+    stdout.print(
+        _text(
+            f"dry run: {_n(count)} {plural(count, 'document')}, {_n(chunks)} "
+            f"{plural(chunks, 'chunk')}, {_n(sum(calls.values()))} "
+            f"{plural(sum(calls.values()), 'call')}, {_n(sum(tokens.values()))} input "
+            f"{plural(sum(tokens.values()), 'token')}; cost {cost}. Not counted: the resolve "
+            "calls and the answers embedded. Nothing stored, nothing asked.",
+            "bold",
+        )
+    )
 
 
 def remember_panel(done: Remembered) -> None:

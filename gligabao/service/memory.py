@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from gligabao.service.preview import Preview
     from gligabao.service.remembering import Batch
     from gligabao.service.searching import Hits
+    from gligabao.service.sizing import DryRun
     from gligabao.service.sync import Sync
     from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
@@ -539,6 +540,53 @@ class Memory:
         from gligabao.service.remembering import prepare
 
         return prepare(self.config, self._args, self.on_notice, self._writer, paths, **how)
+
+    @_one_at_a_time
+    def dry_run(
+        self,
+        paths: Sequence[str],
+        *,
+        recursive: bool = False,
+        glob: Sequence[str] = (),
+        files_from: str | None = None,
+        null: bool = False,
+        stages: str | None = None,
+        all_branches: bool = False,
+        name: str | None = None,
+        each_skipped: bool = False,
+    ) -> DryRun:
+        """What `remember` of these inputs would cut, and the LLM calls and input tokens
+        it would take, priced where prices are known (as `gb remember --dry-run`): nothing
+        stored, no request made, no database opened or created."""
+        from gligabao.read.discovery import discover
+        from gligabao.read.files import STDIN
+        from gligabao.remember.document import parse_stages
+        from gligabao.service.preview import previews
+        from gligabao.service.remembering import run_options, skip_notices
+        from gligabao.service.sizing import dry_run
+
+        options = run_options(
+            self.config, self._args, None, stages=stages, name=name, all_branches=all_branches
+        )
+        found = discover(
+            paths, recursive=recursive, globs=glob, files_from=files_from, null_sep=null
+        )
+        if options.stdin_name is not None and STDIN not in found.inputs:
+            raise UsageError(f"{self._args.name('name')} names standard input: use it with -")
+        for said in skip_notices(found, each=each_skipped):
+            self._notice(said)
+        return dry_run(
+            self.config,
+            lambda: previews(
+                self.config,
+                found.inputs,
+                all_branches=all_branches,
+                contexts=False,
+                notice=self._notice,
+            ),
+            stages=options.stages or parse_stages(self.config["stages"]),
+            stdin_name=options.stdin_name,
+        )
 
     @_one_at_a_time
     def remember_text(
