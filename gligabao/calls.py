@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not mad
 
 _T = TypeVar("_T")
 
+# The most of one message (or embedded text) an inference record keeps, head and tail: a
+# --contextual call sends the whole document with every chunk, and keeping each whole
+# would store a long document once per chunk.
+KEPT_CHARS = 32_000
+
 # Added to the estimated prompt so that an estimate stays above what the API bills:
 # the estimator counts English a little high, other tokenizers may count some text higher.
 _PROMPT_MARGIN = 1.25
@@ -109,14 +114,14 @@ class Budget:
             self.config["embeddings.model"] if s == EMBED_STAGE else self.config.model_for(s)
             for s in self.stages()
         }
-        return sorted(m for m in models if m not in self.config.prices)
+        return sorted(m for m in models if self.config.price_of(m) is None)
 
     async def reserve(
         self, model: str, prompt: str, max_output_tokens: int, answers: int = 1
     ) -> float:
         """Hold a call's worst cost, ``answers`` times ``prompt`` in and ``max_output_tokens``
         out; wait while other calls' holds may free enough room."""
-        price = self.config.prices.get(model)
+        price = self.config.price_of(model)
         tokens = int(ESTIMATOR.count(prompt) * _PROMPT_MARGIN) + 16
         worst = answers * price.cost(tokens, max_output_tokens) if price else 0.0
         async with self._settled:
@@ -224,15 +229,16 @@ class Calls:
         prompt = "\n".join([*(m["content"] for m in request.messages), json.dumps(request.schema)])
         model = self.llm.config.model_for(request.stage)
         answers, max_output = self.llm.chat_limits(request)
+        sent = self._kept({"messages": [dict(m) for m in request.messages]})
         try:
             async with self._budgeted(model, prompt, max_output, answers) as paid:
                 answer = await self.llm.chat(request, key, flight)
                 paid.append(answer.inference.cost)
         except LLMError as exc:  # a rejected answer was paid for all the same
             if exc.inference is not None:
-                self._record(exc.inference)
+                self._record(exc.inference, sent)
             raise
-        inference_id = self._record(answer.inference)
+        inference_id = self._record(answer.inference, sent)
         return Asked(answer.value, inference_id, answer.inference.model, answer.inference.reasoning)
 
     async def embed(self, texts: list[str]) -> list[list[Float32]]:
@@ -247,7 +253,7 @@ class Calls:
         async with self._budgeted(self.llm.config["embeddings.model"], "\n".join(texts), 0) as paid:
             result = await self.llm.embed(texts, flight)
             paid.append(result.inference.cost)
-        self._record(result.inference)
+        self._record(result.inference, self._kept({"input": list(texts)}))
         return result.pieces
 
     @contextlib.asynccontextmanager
@@ -270,7 +276,26 @@ class Calls:
         finally:
             await self.budget.settle(reserved, paid[-1] if paid else None)
 
-    def _record(self, inference: Inference) -> int:
+    def _kept(self, request: dict[str, Any]) -> str:
+        """What a call sent, as its record keeps it: JSON, each text at most KEPT_CHARS
+        (head and tail, the cut said), the configured keys and key-like strings masked."""
+
+        def kept(text: str) -> str:
+            if len(text) <= KEPT_CHARS:
+                return text
+            half = KEPT_CHARS // 2
+            left_out = len(text) - 2 * half
+            return f"{text[:half]}\n[... {left_out:,} characters not kept ...]\n{text[-half:]}"
+
+        if "messages" in request:
+            request["messages"] = [
+                {**m, "content": kept(str(m.get("content", "")))} for m in request["messages"]
+            ]
+        else:
+            request["input"] = [kept(t) for t in request["input"]]
+        return self.llm.scrub(json.dumps(request, ensure_ascii=False))
+
+    def _record(self, inference: Inference, request: str | None = None) -> int:
         self.spend.add(inference)
         recorded = inferences.record_inference(
             self.conn,
@@ -285,6 +310,7 @@ class Calls:
             request_hash=inference.request_hash,
             answer=inference.answer,
             dataset_id=self.dataset_id,
+            request=request,
         )
         self.served.append(recorded)
         return recorded

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,6 +144,17 @@ class Price:
         ) / 1e6
 
 
+# OpenAI's list prices of the default models (USD per million tokens), as of the date
+# below: they apply where a model is called at OpenAI's own API (no base_url, or
+# api.openai.com), never to a local or other server, and [prices] overrides them.
+BUILTIN_PRICES_AS_OF = "2025-06-01"
+BUILTIN_CHAT_PRICES = {"gpt-4o-mini": Price(0.15, 0.60, 0.075)}
+BUILTIN_EMBEDDING_PRICES = {"text-embedding-3-small": Price(0.02, 0.0)}
+BUILTIN_SOURCE = f"built-in (OpenAI, as of {BUILTIN_PRICES_AS_OF})"
+# A model as an API answers its name: the one asked for and the snapshot's date.
+_DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
+
+
 @dataclass(frozen=True)
 class Config:
     values: Mapping[str, Any]
@@ -156,6 +168,11 @@ class Config:
 
     def model_for(self, stage: str) -> str:
         return self.values.get(f"models.{stage}") or self.values["models.default"]
+
+    def price_of(self, model: str) -> Price | None:
+        """The price of a model as a call named it, or as the API answered it: a snapshot
+        (`gpt-4o-mini-2024-07-18`) is priced as its model unless [prices] names it."""
+        return self.prices.get(model) or self.prices.get(_DATED.sub("", model))
 
     def reasoning_for(self, stage: str) -> str:
         return self.values.get(f"reasoning.{stage}", "none")
@@ -252,9 +269,33 @@ def load_config(
         sources["llm.base_url"] = "env OPENAI_BASE_URL"
     for key in ("llm.base_url", "embeddings.base_url"):
         _check_url(key, values[key], sources[key])
+    builtin = _builtin_prices(values)
+    for model in builtin:
+        sources[f"prices.{model}"] = BUILTIN_SOURCE
     for model in prices:
         sources[f"prices.{model}"] = str(path)
-    return Config(values, sources, prices, path, tuple(warnings))
+    return Config(values, sources, {**builtin, **prices}, path, tuple(warnings))
+
+
+def _openai(url: str | None) -> bool:
+    """Whether a base URL is OpenAI's own API (no base URL: the openai client's default)."""
+    if not url:
+        return True
+    from urllib.parse import urlsplit
+
+    return (urlsplit(url.strip()).hostname or "").lower() == "api.openai.com"
+
+
+def _builtin_prices(values: Mapping[str, Any]) -> dict[str, Price]:
+    """The built-in prices that apply: a chat model's where chat goes to OpenAI, an
+    embedding model's where embeddings do. A local server's model of the same name is
+    not billed at OpenAI's prices."""
+    prices: dict[str, Price] = {}
+    if _openai(values["llm.base_url"]):
+        prices.update(BUILTIN_CHAT_PRICES)
+    if _openai(values["embeddings.base_url"] or values["llm.base_url"]):
+        prices.update(BUILTIN_EMBEDDING_PRICES)
+    return prices
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, Price], list[str]]:

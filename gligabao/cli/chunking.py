@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -12,6 +13,9 @@ from gligabao.cli.app import command, configure, memory
 from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.read.files import STDIN
 from gligabao.service.settings import where_from
+
+if TYPE_CHECKING:
+    from gligabao.service.preview import Preview
 
 
 @command("chunk-preview")
@@ -24,12 +28,25 @@ def chunk_preview(
     db: options.Db = None,
     dataset: options.Dataset = None,
     all_branches: options.AllBranches = False,
+    recursive: bool = typer.Option(
+        False,
+        "-r",
+        "--recursive",
+        help="Preview the files in folders given, and below, as gb remember -r finds them.",
+    ),
+    glob: list[str] = typer.Option(
+        None,
+        "--glob",
+        metavar="PATTERN",
+        help="With -r, only files matching PATTERN (repeatable), e.g. '*.md'.",
+    ),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
     """Show how inputs would be cut; store nothing.
 
-    Show how each input would be cut into chunks, without storing anything.
+    Show how each input would be cut into chunks, without storing anything; with -r, each
+    file of a folder (skipping what gb remember -r skips), then the total.
 
     With --json, a chunk of a file remembered with --contextual, whose stored chunks are
     the ones shown (same content, same settings), also has its `situating_context`.
@@ -38,7 +55,10 @@ def chunk_preview(
     result per conversation); each chunk shows its pages (`pages`) or its messages
     (`messages`: conversation and path ids, first and last turn, roles).
 
-    Example: gb chunk-preview notes.md --chunk-size 512 --overlap 10
+    \b
+    Examples:
+      gb chunk-preview notes.md --chunk-size 512 --overlap 10
+      gb chunk-preview -r docs --glob '*.md' --json
     """
     flags = {
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
@@ -51,12 +71,18 @@ def chunk_preview(
         raise UsageError("no input: name a PATH, or pipe text into `gb chunk-preview -`")
     names = paths or [STDIN]
     failed = 0
+    shown: list[Preview] = []
     # Only --json shows stored contexts.
-    for preview in service.preview(names, all_branches=all_branches, contexts=as_json):
+    found = service.preview(
+        names, all_branches=all_branches, contexts=as_json, recursive=recursive, glob=glob or ()
+    )
+    for preview in found:
         if isinstance(preview, InputError):
             render.error(str(preview))
             failed += 1
-        elif as_json:
+            continue
+        shown.append(preview)
+        if as_json:
             render.json_line(
                 render.chunk_preview_json(
                     preview.shown, preview.cut, preview.situating, preview.locations
@@ -64,8 +90,12 @@ def chunk_preview(
             )
         else:
             render.chunk_preview_table(preview.shown, preview.cut, preview.settings)
+    if not as_json and (recursive or len(shown) > 1):
+        render.chunk_preview_total(
+            [(p.cut.tokens, len(p.cut.chunks) or 1) for p in shown], failed=failed
+        )
     if failed:
-        code = ExitCode.BAD_INPUT if failed == len(names) else ExitCode.PARTIAL
+        code = ExitCode.BAD_INPUT if not shown else ExitCode.PARTIAL
         raise typer.Exit(int(code))
 
 

@@ -136,7 +136,9 @@ def vec_stats(
 @command("inferences")
 def list_inferences(
     inference_id: int = typer.Argument(
-        None, metavar="[ID]", help="One call: its record, its answer and what it served."
+        None,
+        metavar="[ID]",
+        help="One call: its record, the request it sent, its answer and what it served.",
     ),
     db: options.Db = None,
     stage: str = typer.Option(
@@ -152,8 +154,9 @@ def list_inferences(
 
     The record of LLM calls: stage, model, reasoning, tokens, cost, duration.
 
-    With ID, that one call whole: its record, the answer it gave (as the reruns reuse
-    it) and the document it served.
+    With ID, that one call whole: its record, the request it sent (the messages of a
+    chat, the texts of embeddings; the API key never), the answer it gave (as the reruns
+    reuse it) and the document it served.
 
     Example: gb inferences --stage summarize_chunk -n 10
     """

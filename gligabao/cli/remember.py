@@ -15,12 +15,13 @@ from gligabao.base.words import counted
 from gligabao.cli import options
 from gligabao.cli.app import FLAGS, command, interrupted, memory
 from gligabao.config import REASONING_LEVELS, STAGES
-from gligabao.errors import Interrupted, UsageError
+from gligabao.errors import ExitCode, Interrupted, UsageError
 from gligabao.read.files import STDIN, shown_name
 
 if TYPE_CHECKING:
     from gligabao.remember.batch import Tally
     from gligabao.remember.result import Remembered
+    from gligabao.service.sizing import DryRun
 
 
 @command("remember")
@@ -112,13 +113,20 @@ def remember_command(
         "--max-cost",
         min=0,
         metavar="USD",
-        help="Stop before the run's LLM cost passes USD (needs [prices]).",
+        help="Stop before the run's LLM cost passes USD (needs a price for each model: "
+        "[prices], or built in for the default models at OpenAI).",
     ),
     quiet: bool = typer.Option(
         False, "--quiet", "-q", help="Print only errors (and --json lines)."
     ),
     verbose: bool = typer.Option(
         False, "--verbose", "-v", help="List each file skipped, and why (default: one line)."
+    ),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Store nothing, ask nothing: say how the inputs would be cut and the LLM calls, "
+        "input tokens and cost it would take (works with no endpoint).",
     ),
     name: str = typer.Option(
         None,
@@ -153,6 +161,7 @@ def remember_command(
       gb remember report.pdf conversations.json
       cat mail.txt | gb remember - --name mail.txt --session inbox
       find docs -name '*.md' -print0 | gb remember --files-from - -0 --quiet
+      gb remember -r docs --dry-run     # what it would cut, call and cost; nothing done
     """
     if prune and not recursive:
         raise UsageError("--prune goes with -r FOLDER: it removes the files deleted from it")
@@ -168,6 +177,19 @@ def remember_command(
     service = memory(config_path, flags, {**FLAGS, "name": "--name"}, quiet=quiet)
     if not paths and not files_from and sys.stdin.isatty():
         raise UsageError("no input: name a PATH, or pipe text into `gb remember -`")
+    if dry_run:
+        plan = service.dry_run(
+            paths or ([] if files_from else [STDIN]),
+            recursive=recursive,
+            glob=glob or (),
+            files_from=files_from,
+            null=null,
+            stages="embed" if no_graph else stages,
+            all_branches=all_branches,
+            name=name,
+            each_skipped=verbose,
+        )
+        _dry_run_report(plan, as_json=as_json, quiet=quiet)
     batch = service.batch(
         paths or ([] if files_from else [STDIN]),
         recursive=recursive,
@@ -234,6 +256,25 @@ def remember_command(
     if several and not quiet:
         _notice(_render().tally_summary(tally, skipped=len(batch.found.skipped)))
     raise typer.Exit(int(tally.exit_code()))
+
+
+def _dry_run_report(plan: DryRun, *, as_json: bool, quiet: bool) -> None:
+    """What --dry-run found: each input refused in one line, each document and the total
+    (a JSON line each with --json); its exit code as a run's (3 every input refused, 4
+    some)."""
+    render = _render()
+    for refused in plan.refused:
+        render.error(str(refused))
+    if as_json:
+        for sized in plan.documents:
+            json_line(sized.as_json())
+        json_line(plan.as_json())
+    elif not quiet:
+        render.dry_run_view(plan)
+    code = 0
+    if plan.refused:
+        code = ExitCode.BAD_INPUT if not plan.documents else ExitCode.PARTIAL
+    raise typer.Exit(int(code))
 
 
 def _render() -> ModuleType:

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gligabao.remember.result import Remembered
     from gligabao.search.evaluate import EvalResult
     from gligabao.search.hybrid import Hit
+    from gligabao.service.sizing import DryRun
 
 
 class _Stdout(Console):
@@ -196,7 +197,7 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
         cut_off = {"no_wrap": True, "overflow": "ellipsis"}
         section = [_text(c.section or "—", **cut_off)] if sections else []
         table.add_row(
-            str(c.index),
+            str(c.index + 1),  # counted from 1, as every view a person reads counts chunks
             _n(c.start_offset),
             _n(c.end_offset),
             _n(c.tokens),
@@ -211,6 +212,21 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
     )
     table.caption_justify = "left"
     emit(table, heading=True)
+
+
+def chunk_preview_total(cuts: Sequence[tuple[int, int]], *, failed: int = 0) -> None:
+    """The line under several previews: how many documents, tokens and chunks in all
+    (`cuts`: each document's tokens and chunks, one for a text not chunked)."""
+    tokens = sum(t for t, _ in cuts)
+    chunks = sum(c for _, c in cuts)
+    refused = f" ({_n(failed)} {plural(failed, 'input')} refused)" if failed else ""
+    stdout.print(
+        _text(
+            f"total: {_n(len(cuts))} {plural(len(cuts), 'document')}, {_n(tokens)} "
+            f"{plural(tokens, 'token')} in {_n(chunks)} {plural(chunks, 'chunk')}{refused}",
+            "bold",
+        )
+    )
 
 
 def config_table(rows: list[tuple[str, Any, str]]) -> None:
@@ -291,6 +307,47 @@ def _money(cost: float | None, unpriced: int = 0) -> str:
     return f"{known} + {_n(unpriced)} {plural(unpriced, 'call')} without a price"
 
 
+def dry_run_view(plan: DryRun) -> None:
+    """`gb remember --dry-run`: each document's cut and calls, each stage's calls, input
+    tokens, model and cost, then what the figures leave out."""
+    table = _table("would remember", "source", "chunks", "tokens", "calls", "input tokens")
+    for d in plan.documents:
+        chunks = _n(d.chunks) if d.chunks else "not chunked"
+        _row(
+            table,
+            d.source,
+            chunks,
+            _n(d.tokens),
+            _n(sum(d.calls.values())),
+            _n(sum(d.input_tokens.values())),
+        )
+    emit(table, heading=True)
+    calls, tokens = plan.calls(), plan.input_tokens()
+    stages = _table("by stage", "stage", "model", "calls", "input tokens", "cost")
+    for stage in plan.stages:
+        paid = plan.stage_cost(stage)
+        cost = "no price" if paid is None else f"${paid:.4f}"
+        _row(stages, stage, plan.model(stage), _n(calls[stage]), _n(tokens[stage]), cost)
+    emit(stages, heading=True)
+    chunks = sum(d.chunks or 1 for d in plan.documents)
+    total = plan.cost()
+    if total is not None:
+        cost = f"${total:.4f} for the input tokens; the answers cost more"
+    else:
+        cost = f"unknown: no price for {', '.join(plan.unpriced())} (add [prices])"
+    count = len(plan.documents)
+    stdout.print(
+        _text(
+            f"dry run: {_n(count)} {plural(count, 'document')}, {_n(chunks)} "
+            f"{plural(chunks, 'chunk')}, {_n(sum(calls.values()))} "
+            f"{plural(sum(calls.values()), 'call')}, {_n(sum(tokens.values()))} input "
+            f"{plural(sum(tokens.values()), 'token')}; cost {cost}. Not counted: the resolve "
+            "calls and the answers embedded. Nothing stored, nothing asked.",
+            "bold",
+        )
+    )
+
+
 def remember_panel(done: Remembered) -> None:
     r, source, spend = done.response, done.source, done.spend
     assert spend is not None  # a document stored: its run's calls were counted
@@ -354,7 +411,7 @@ def document_view(doc: dict[str, Any]) -> None:
                 summary = f"[{first_words(c['situating_context'], 40)}] {summary}"
             _row(
                 table,
-                str(c["chunk_index"]),
+                str(c["chunk_index"] + 1),  # from 1, as `chunk k of n` and chunk-preview
                 str(c["id"]),
                 _n(c["start_offset"]),
                 _n(c["end_offset"]),
@@ -556,7 +613,7 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
         ("cost", cost),
         ("duration", "—" if row["duration_ms"] is None else f"{_n(row['duration_ms'])} ms"),
         ("created", row["created_at"]),
-        ("request", row["request_hash"] or "—"),
+        ("hash", row["request_hash"] or "—"),
     ]
     for name, value in fields:
         stdout.print(_text(f"{name:<10} {value}"))
@@ -565,6 +622,7 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
     for doc in served:
         chunk = "" if doc["chunk_index"] is None else f", chunk {doc['chunk_index'] + 1}"
         stdout.print(_text(f"served     document {doc['id']} {doc['source'] or '-'}{chunk}"))
+    _request_view(row.get("request"))
     answer = row["answer"]
     if answer is None:
         stdout.print(_text("answer     — (not kept)"))
@@ -573,6 +631,20 @@ def inference_view(row: dict[str, Any], served: list[dict[str, Any]]) -> None:
         answer = json.dumps(json.loads(answer), indent=2, ensure_ascii=False)
     stdout.print(_text("answer"))
     stdout.print(_indent(_text(answer, lines=True), 2))
+
+
+def _request_view(request: dict[str, Any] | None) -> None:
+    """What a call sent: each message under its role, or each text embedded."""
+    if request is None:
+        stdout.print(_text("request    — (not kept: recorded before gb kept requests)"))
+        return
+    stdout.print(_text("request"))
+    for message in request.get("messages", ()):
+        stdout.print(_indent(_text(f"{message.get('role', '?')}:", "bold"), 2))
+        stdout.print(_indent(_text(str(message.get("content", "")), lines=True), 4))
+    for number, text in enumerate(request.get("input", ()), start=1):
+        stdout.print(_indent(_text(f"input {number}:", "bold"), 2))
+        stdout.print(_indent(_text(str(text), lines=True), 4))
 
 
 def inferences_table(rows: list[dict[str, Any]]) -> None:

@@ -551,7 +551,7 @@ class LLM:
     def _cost(
         self, answered: str, requested: str, input_tokens: int, output_tokens: int, cached: int
     ) -> float | None:
-        price = self.config.prices.get(answered) or self.config.prices.get(requested)
+        price = self.config.price_of(answered) or self.config.price_of(requested)
         return None if price is None else price.cost(input_tokens, output_tokens, cached)
 
     # ---- embeddings

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from gligabao.service.preview import Preview
     from gligabao.service.remembering import Batch
     from gligabao.service.searching import Hits
+    from gligabao.service.sizing import DryRun
     from gligabao.service.sync import Sync
     from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
@@ -390,11 +391,12 @@ class Memory:
 
     @_one_at_a_time
     def stats(self, *, dataset: str | None = None) -> Stats:
-        """Counts of documents, chunks, graph, LLM calls and cost (as `gb stats`)."""
-        from gligabao.store import stats
+        """Counts of documents, chunks, graph, LLM calls and cost (as `gb stats`); calls
+        recorded without a price are priced where one is known now."""
+        from gligabao.service.pricing import priced_stats
 
         conn, dataset_id = self._filter(dataset)
-        return stats.stats(conn, dataset_id)
+        return priced_stats(self.config, conn, dataset_id)
 
     @_one_at_a_time
     def vector_stats(self, *, dataset: str | None = None) -> list[VecIndexStats]:
@@ -423,15 +425,28 @@ class Memory:
         return records.inference(self._store(), inference_id)
 
     def preview(
-        self, paths: Sequence[str], *, all_branches: bool = False, contexts: bool = False
+        self,
+        paths: Sequence[str],
+        *,
+        all_branches: bool = False,
+        contexts: bool = False,
+        recursive: bool = False,
+        glob: Sequence[str] = (),
+        each_skipped: bool = False,
     ) -> Iterator[Preview | InputError]:
         """How each input would be cut, nothing stored (as `gb chunk-preview`): one
         Preview a document, or the InputError of an input that cannot be read; with
-        `contexts`, each chunk's situating context where the database has it."""
-        from gligabao.service.preview import previews
+        `contexts`, each chunk's situating context where the database has it. Folders
+        with `recursive`, their files narrowed by `glob`, as `remember` walks them (what
+        is skipped said as a notice, each file with `each_skipped`)."""
+        from gligabao.service.preview import inputs, previews
 
+        self.config.chunk_settings()  # a cut that cannot be: refused before the walk
+        names = inputs(
+            paths, recursive=recursive, glob=glob, notice=self._notice, each_skipped=each_skipped
+        )
         return previews(
-            self.config, paths, all_branches=all_branches, contexts=contexts, notice=self._notice
+            self.config, names, all_branches=all_branches, contexts=contexts, notice=self._notice
         )
 
     @_one_at_a_time
@@ -525,6 +540,53 @@ class Memory:
         from gligabao.service.remembering import prepare
 
         return prepare(self.config, self._args, self.on_notice, self._writer, paths, **how)
+
+    @_one_at_a_time
+    def dry_run(
+        self,
+        paths: Sequence[str],
+        *,
+        recursive: bool = False,
+        glob: Sequence[str] = (),
+        files_from: str | None = None,
+        null: bool = False,
+        stages: str | None = None,
+        all_branches: bool = False,
+        name: str | None = None,
+        each_skipped: bool = False,
+    ) -> DryRun:
+        """What `remember` of these inputs would cut, and the LLM calls and input tokens
+        it would take, priced where prices are known (as `gb remember --dry-run`): nothing
+        stored, no request made, no database opened or created."""
+        from gligabao.read.discovery import discover
+        from gligabao.read.files import STDIN
+        from gligabao.remember.document import parse_stages
+        from gligabao.service.preview import previews
+        from gligabao.service.remembering import run_options, skip_notices
+        from gligabao.service.sizing import dry_run
+
+        options = run_options(
+            self.config, self._args, None, stages=stages, name=name, all_branches=all_branches
+        )
+        found = discover(
+            paths, recursive=recursive, globs=glob, files_from=files_from, null_sep=null
+        )
+        if options.stdin_name is not None and STDIN not in found.inputs:
+            raise UsageError(f"{self._args.name('name')} names standard input: use it with -")
+        for said in skip_notices(found, each=each_skipped):
+            self._notice(said)
+        return dry_run(
+            self.config,
+            lambda: previews(
+                self.config,
+                found.inputs,
+                all_branches=all_branches,
+                contexts=False,
+                notice=self._notice,
+            ),
+            stages=options.stages or parse_stages(self.config["stages"]),
+            stdin_name=options.stdin_name,
+        )
 
     @_one_at_a_time
     def remember_text(

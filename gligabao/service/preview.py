@@ -1,6 +1,7 @@
 """How inputs would be cut (gb chunk-preview), nothing stored: each input read by its
 reader, cut with the settings, and, when asked, each chunk's situating context as the
-database holds it for the same content cut the same way."""
+database holds it for the same content cut the same way. Folders are walked as gb
+remember -r walks them (read/discovery.py), what is skipped said the same way."""
 
 from __future__ import annotations
 
@@ -12,10 +13,11 @@ from typing import Any
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Config
 from gligabao.errors import DatabaseError, InputError
+from gligabao.read.files import FOLDER_WALKED
 from gligabao.read.sources import Source, read_sources
 from gligabao.remember.cut import cut_source
 
-__all__ = ["Preview", "previews"]
+__all__ = ["Preview", "inputs", "previews"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,28 @@ class Preview:
     settings: ChunkSettings
     locations: dict[str, Any] | None  # a PDF's pages, a chat's messages
     situating: dict[int, str] = field(default_factory=dict)
+
+
+def inputs(
+    names: Sequence[str],
+    *,
+    recursive: bool,
+    glob: Sequence[str],
+    notice: Callable[[str], None],
+    each_skipped: bool = False,
+) -> list[str]:
+    """The inputs `names` stand for: as given, or with `recursive` (or a `glob`) found as
+    gb remember -r finds them, the files skipped said in one line (each with
+    `each_skipped`)."""
+    if not recursive and not glob:
+        return list(names)  # each as given, a name given twice shown twice
+    from gligabao.read.discovery import discover
+    from gligabao.service.remembering import skip_notices
+
+    found = discover(names, recursive=recursive, globs=glob)
+    for said in skip_notices(found, each=each_skipped):
+        notice(said)
+    return found.inputs
 
 
 def previews(
@@ -44,7 +68,12 @@ def previews(
     database = config["database"] if contexts and os.path.isfile(config["database"]) else None
     for name in names:
         try:
-            sources = read_sources(name, chat=config["mode"] == "chat", all_branches=all_branches)
+            sources = read_sources(
+                name,
+                chat=config["mode"] == "chat",
+                all_branches=all_branches,
+                folder=FOLDER_WALKED,  # it walks folders now: point at -r, as remember does
+            )
         except InputError as exc:
             yield exc
             continue

@@ -3,6 +3,7 @@ stages they are recorded under, and one call with the documents it served."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING, Any
 
 from gligabao.config import STAGES
@@ -34,8 +35,12 @@ def check_stage(stage: str | None) -> str | None:
 
 
 def inference(conn: Connection, inference_id: int) -> dict[str, Any]:
-    """One call whole: its record, its answer and the documents it served (`documents`)."""
+    """One call whole: its record, the request it sent (`request`: `messages` of a chat,
+    `input` of embeddings; None for a call recorded before requests were kept), its answer
+    and the documents it served (`documents`)."""
     row = rows.get_inference(conn, inference_id)
     if row is None:
         raise NotFound(f"no inference with id {inference_id}; gb inferences lists them")
+    sent = row["request"]
+    row["request"] = None if sent is None else json.loads(sent)
     return {**row, "documents": rows.served_documents(conn, inference_id)}

@@ -63,8 +63,10 @@ def record_inference(
     answer: str | None = None,
     dataset_id: int | None = None,
     created_at: str | None = None,
+    request: str | None = None,
 ) -> int:
-    """Insert one inference row; returns its id. `cost` is None when no price is known."""
+    """Insert one inference row; returns its id. `cost` is None when no price is known;
+    `request` is what was sent (JSON, its keys already kept out by the caller)."""
     if reasoning not in REASONING_LEVELS:
         raise ValueError(
             f"reasoning must be one of {', '.join(REASONING_LEVELS)}, not {reasoning!r}"
@@ -75,8 +77,8 @@ def record_inference(
             conn,
             """INSERT INTO gb_inferences(stage, model_id, reasoning, input_tokens,
                    output_tokens, cached_tokens, cost, duration_ms, request_hash, answer,
-                   dataset_id, created_at)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   dataset_id, created_at, request)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 stage,
                 mid,
@@ -90,6 +92,7 @@ def record_inference(
                 answer,
                 dataset_id,
                 created_at or now_iso(),
+                request,
             ),
         )
 
@@ -110,10 +113,10 @@ _COLUMNS = """i.id, i.stage, m.name AS model, i.reasoning, i.input_tokens, i.out
 
 
 def get_inference(conn: Connection, inference_id: int) -> dict[str, Any] | None:
-    """One inference with its model name and answer."""
+    """One inference with its model name, its request and its answer."""
     return query_one(
         conn,
-        f"""SELECT {_COLUMNS}, i.answer FROM gb_inferences i
+        f"""SELECT {_COLUMNS}, i.request, i.answer FROM gb_inferences i
             JOIN gb_models m ON m.id = i.model_id WHERE i.id = ?""",
         (inference_id,),
     )

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gligabao.store.connection import Connection
-from gligabao.store.db import query_one
+from gligabao.store.db import query, query_one
 from gligabao.store.facts import current
 
-__all__ = ["Stats", "VecIndexStats", "stats"]
+__all__ = ["Stats", "VecIndexStats", "stats", "unpriced_by_model"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,22 @@ def stats(conn: Connection, dataset_id: int | None = None) -> Stats:
     row = query_one(conn, _SQL.format(a=where, current=current(conn)), {"d": dataset_id})
     assert row is not None
     return Stats(**row)
+
+
+def unpriced_by_model(conn: Connection, dataset_id: int | None = None) -> list[dict[str, Any]]:
+    """The calls recorded without a cost, by model: `model`, `calls` and their tokens
+    (`input_tokens`, `output_tokens`, `cached_tokens`), for a price learnt since."""
+    where = "" if dataset_id is None else "AND i.dataset_id = :d"
+    return query(
+        conn,
+        f"""SELECT m.name AS model, count(*) AS calls,
+                   coalesce(sum(i.input_tokens), 0) AS input_tokens,
+                   coalesce(sum(i.output_tokens), 0) AS output_tokens,
+                   coalesce(sum(i.cached_tokens), 0) AS cached_tokens
+            FROM gb_inferences i JOIN gb_models m ON m.id = i.model_id
+            WHERE i.cost IS NULL {where} GROUP BY m.name ORDER BY m.name""",
+        {"d": dataset_id},
+    )
 
 
 @dataclass(frozen=True)

@@ -313,7 +313,11 @@ _V6 = """
 ALTER TABLE gb_datasets ADD COLUMN chunk_pieces INTEGER;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
+_V7 = """
+ALTER TABLE gb_inferences ADD COLUMN request TEXT COLLATE "C";
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

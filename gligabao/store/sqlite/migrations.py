@@ -255,7 +255,14 @@ _V6 = """
 ALTER TABLE gb_datasets ADD COLUMN chunk_pieces INTEGER;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6]
+# The request each LLM call sent (gb inferences ID shows it beside the answer): JSON,
+# {"messages": [...]} for a chat, {"input": [...]} for embeddings, keys never in it. NULL
+# for the calls recorded before this step.
+_V7 = """
+ALTER TABLE gb_inferences ADD COLUMN request TEXT;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
