@@ -45,7 +45,13 @@ class Setting:
 
 
 SETTINGS: tuple[Setting, ...] = (
-    Setting("database", str, "gligabao.db", "the SQLite file everything is stored in"),
+    Setting(
+        "database",
+        str,
+        "gligabao.db",
+        "the SQLite file everything is stored in, or a postgresql:// URL",
+    ),
+    Setting("schema", str, "gligabao", "the PostgreSQL schema gb keeps its tables in"),
     Setting("dataset", str, "default", "the namespace documents, graph and vectors belong to"),
     Setting("chunk_size", int, 1024, "largest chunk in tokens, overlap included", 32, 8000),
     Setting("chunk_overlap_percent", int, 20, "share of a chunk that repeats the previous", 0, 50),
@@ -210,7 +216,7 @@ class Config:
             value = self.values[setting.key]
             if setting.secret and value:
                 value = mask(value)
-            elif setting.key.endswith("base_url") and value:
+            elif (setting.key.endswith("base_url") or setting.key == "database") and value:
                 # A key given as the URL's user or password, or in its query string.
                 value = safe_url(value)
             rows.append((setting.key, value, self.sources[setting.key]))

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from tests.support.helpers import CORPUS, CORPUS_DIR, configure
+from tests.support.helpers import BACKEND_VARIABLE, CORPUS, CORPUS_DIR, configure
 from tests.support.llm_server import LLMServer
 from tests.support.netguard import loopback_only
 
@@ -111,7 +111,9 @@ def corpus() -> list[str]:
 
 # ---- PostgreSQL: one real server for the run (tests/support/postgres.py)
 
-_POSTGRES_TESTS_PASSED = 0
+# The tests that ran on PostgreSQL: a run of the whole suite in CI where none passed fails.
+_ON_POSTGRES: set[str] = set()
+_POSTGRES_PASSED = 0
 
 
 @pytest.fixture(scope="session")
@@ -122,29 +124,33 @@ def postgres() -> Iterator[Any]:
 
 
 @pytest.fixture
-def pg_url(postgres: Any) -> Iterator[str]:
+def pg_url(postgres: Any, request: pytest.FixtureRequest) -> Iterator[str]:
     """The URL of a PostgreSQL database of this test's own, gb's schema in it."""
+    _ON_POSTGRES.add(request.node.nodeid)
     name = postgres.new_database()
     yield postgres.url(name)
     postgres.drop(name)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The test once on ./gb.db and once on a PostgreSQL database of its own: gb_env,
+    rows() and count() (tests/support/helpers.py) use the one of this run."""
+    if request.param == "postgresql":
+        monkeypatch.setenv(BACKEND_VARIABLE, request.getfixturevalue("pg_url"))
+    return str(request.param)
+
+
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    global _POSTGRES_TESTS_PASSED
-    fixtures = dict(report.user_properties).get("fixturenames", ())
-    if report.when == "call" and report.passed and "pg_url" in fixtures:
-        _POSTGRES_TESTS_PASSED += 1
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:  # the fixture names travel to the report (above)
-        item.user_properties.append(("fixturenames", tuple(getattr(item, "fixturenames", ()))))
+    global _POSTGRES_PASSED
+    if report.when == "call" and report.passed and report.nodeid in _ON_POSTGRES:
+        _POSTGRES_PASSED += 1
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """In CI, a run of the whole suite in which no PostgreSQL test passed fails: a
-    green suite that skipped them would say nothing about the second store."""
+    """In CI, a run of the whole suite in which no PostgreSQL test passed fails: a green
+    suite that skipped them would say nothing about the second store."""
     whole = session.testscollected > 500  # not one file or one test run by hand
-    if os.environ.get("CI") == "true" and whole and _POSTGRES_TESTS_PASSED == 0:
+    if os.environ.get("CI") == "true" and whole and _POSTGRES_PASSED == 0:
         session.exitstatus = 1
         sys.stderr.write("\nCI: no PostgreSQL test passed; the second store went untested\n")

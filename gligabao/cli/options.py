@@ -62,8 +62,11 @@ Db = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(
         "--db",
-        metavar="PATH",
-        help="The SQLite file (else GB_DB, config `database`, ./gligabao.db).",
+        metavar="PATH|URL",
+        help=(
+            "The SQLite file, or a postgresql:// URL (else GB_DB, config `database`, "
+            "./gligabao.db)."
+        ),
     ),
 ]
 Dataset = Annotated[

@@ -28,6 +28,7 @@ from gligabao.remember import diff
 from gligabao.remember.cut import cut_source
 from gligabao.store import Connection, artifacts, datasets, peek_db, versions
 from gligabao.store.db import transaction
+from gligabao.store.opening import DEFAULT_SCHEMA
 
 IN_SYNC = "in sync"
 CHANGED = "changed"
@@ -193,6 +194,7 @@ def stored_contexts(
     result: Cut,
     *,
     busy_timeout_ms: int = 1_000,
+    schema: str = DEFAULT_SCHEMA,
 ) -> dict[int, str]:
     """`chunk_contexts` read from the database file at `database`, if there is one.
 
@@ -203,7 +205,7 @@ def stored_contexts(
     """
     if source.path is None or not result.chunks:
         return {}
-    with peek_db(database, busy_timeout_ms=busy_timeout_ms) as conn:
+    with peek_db(database, busy_timeout_ms=busy_timeout_ms, schema=schema) as conn:
         if conn is None:
             return {}
         found = datasets.find_dataset(conn, dataset)

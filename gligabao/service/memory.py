@@ -169,7 +169,10 @@ class Memory:
             from gligabao.store import open_db
 
             self._conn = open_db(
-                self.path, busy_timeout_ms=int(self.config["busy_timeout"] * 1000), create=create
+                self.path,
+                busy_timeout_ms=int(self.config["busy_timeout"] * 1000),
+                create=create,
+                schema=self.config["schema"],
             )
         return self._conn
 
@@ -489,13 +492,20 @@ class Memory:
         except NotFound:
             raise self._no_document(document_id, "document") from None
 
+    def _database_name(self) -> str:
+        """The database as a message names it: a file by its name, a server's URL with
+        no password."""
+        from gligabao.store.opening import is_url, safe_db_url
+
+        return safe_db_url(self.path) if is_url(self.path) else os.path.basename(self.path)
+
     def _no_document(self, artifact_id: int, what: str) -> Exception:
         """The answer for an id that names nothing stored, in the words of the one who
         gave it: ids are the database's (shared by every dataset), so it names the file."""
         from gligabao.store.errors import NotFound
 
         return NotFound(
-            f"no {what} {artifact_id} in {os.path.basename(self.path)}; "
+            f"no {what} {artifact_id} in {self._database_name()}; "
             "gb list shows the documents with their ids"
         )
 

@@ -65,7 +65,7 @@ def previews(
     """Each input's documents cut, or the InputError of one that cannot be read; with
     `contexts`, the stored ones of a database that is already there."""
     settings = config.chunk_settings()
-    database = config["database"] if contexts and os.path.isfile(config["database"]) else None
+    database = config["database"] if contexts and _stored(config["database"]) else None
     for name in names:
         try:
             sources = read_sources(
@@ -88,6 +88,15 @@ def previews(
             yield Preview(shown, cut, settings, source.locations(), situating)
 
 
+def _stored(database: str) -> bool:
+    """Whether there may be a database to read contexts from: a server's, or a file."""
+    if os.path.isfile(database):
+        return True
+    from gligabao.store.opening import is_url  # here: the store is not cheap
+
+    return is_url(database)
+
+
 def _stored_contexts(
     config: Config, database: str, source: Source, cut: Cut, notice: Callable[[str], None]
 ) -> tuple[dict[int, str], str | None]:
@@ -99,7 +108,14 @@ def _stored_contexts(
     # A short wait: a preview is not worth blocking on another process's lock.
     wait_ms = int(min(config["busy_timeout"], 1.0) * 1000)
     try:
-        found = stored_contexts(database, source, config["dataset"], cut, busy_timeout_ms=wait_ms)
+        found = stored_contexts(
+            database,
+            source,
+            config["dataset"],
+            cut,
+            busy_timeout_ms=wait_ms,
+            schema=config["schema"],
+        )
     except DatabaseError as exc:
         notice(f"stored contexts not shown: {exc}")
         return {}, None

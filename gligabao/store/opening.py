@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from gligabao.base.redact import safe_url
 from gligabao.store.connection import Connection
 from gligabao.store.errors import DatabaseError, NoDatabase
-from gligabao.store.postgres.connect import DEFAULT_SCHEMA, is_url
+from gligabao.store.postgres.connect import DEFAULT_SCHEMA, is_url, safe_db_url
 from gligabao.store.sqlite import connect as sqlite
 
-__all__ = ["DEFAULT_SCHEMA", "is_url", "open_db", "peek_db"]
+__all__ = ["DEFAULT_SCHEMA", "is_url", "open_db", "peek_db", "safe_db_url"]
 
 
 def _refuse_other_urls(name: str) -> None:

@@ -18,6 +18,7 @@ import sys
 import threading
 from pathlib import Path
 
+from gligabao.store import fts, open_db
 from tests.remember.test_batch_processes import finish, start, wait_for, watch_stderr
 from tests.remember.test_end_to_end import calls, plan, unique_marker
 from tests.support.helpers import (
@@ -28,6 +29,7 @@ from tests.support.helpers import (
     assert_documents_complete,
     assert_indexes_complete,
     count,
+    database,
     documents,
     gb,
     gb_env,
@@ -51,11 +53,11 @@ def chunks_of(document_id: int) -> list[dict]:
 
 
 def keyword_rows(document_id: int) -> int:
-    return count(
-        """SELECT count(*) FROM gb_fts_artifacts f JOIN gb_artifacts c ON c.id = f.rowid
-           WHERE c.parent_id = ? AND c.chunk_index IS NOT NULL""",
-        (document_id,),
-    )
+    conn = open_db(database())
+    try:
+        return fts.indexed_rows(conn, "gb_fts_artifacts", [c["id"] for c in chunks_of(document_id)])
+    finally:
+        conn.close()
 
 
 def kill_at(server: LLMServer | None, point: str, *args: str, env: dict | None = None) -> int:
@@ -92,7 +94,7 @@ def run_offline(*args: str) -> tuple[int, str, str]:
 # ------------------------------------------------------------------ 1. completed offline
 
 
-def test_a_document_killed_halfway_is_completed_by_an_offline_run(server) -> None:
+def test_a_document_killed_halfway_is_completed_by_an_offline_run(server, backend) -> None:
     """Killed after 3 of its chunks, then run again where no endpoint is configured:
     every other chunk is stored and keyword-indexed, with its stages pending, and a run
     with the endpoint completes them from the answers already recorded."""
@@ -150,7 +152,9 @@ def test_an_offline_run_killed_while_storing_is_completed_by_the_next(server) ->
 # ------------------------------------------------------------------ 3. the same file at once
 
 
-def test_four_runs_of_one_file_at_once_store_one_document_and_one_set_of_facts(server) -> None:
+def test_four_runs_of_one_file_at_once_store_one_document_and_one_set_of_facts(
+    server, backend
+) -> None:
     text = (CORPUS_DIR / "MPL-2.0").read_text()
     write("mpl.txt", text)
     n = len(plan(text, 128))
@@ -208,7 +212,7 @@ def test_a_run_waits_for_one_storing_the_same_text_and_says_so(server) -> None:
     assert len(documents()) == 1
 
 
-def test_a_claim_of_a_killed_run_is_taken_over(server) -> None:
+def test_a_claim_of_a_killed_run_is_taken_over(server, backend) -> None:
     write("a.md", story(32, paragraphs=4))
     kill_at(server, "chunk:1", "remember", "a.md")
     assert count("SELECT count(*) FROM gb_claims WHERE owner IS NOT NULL") == 1

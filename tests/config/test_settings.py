@@ -38,6 +38,7 @@ STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", 
 # read from gligabao.config, so that a changed default fails a test.
 DEFAULTS = {
     "database": "gligabao.db",
+    "schema": "gligabao",
     "dataset": "default",
     "chunk_size": 1024,
     "chunk_overlap_percent": 20,

@@ -9,6 +9,7 @@ the database is ``./gb.db`` there, and file names are relative to it.
 from __future__ import annotations
 
 import json
+import os
 import random
 import threading
 from collections.abc import Iterator
@@ -19,11 +20,13 @@ from typing import Any
 
 import pytest
 
-from gligabao.store import open_db
+from gligabao.store import open_db, vectors
 from gligabao.store.db import integrity_problems, query, scalar
 from tests.support.llm_server import LLMServer
 
 DB = "gb.db"
+# Where the `backend` fixture puts the URL of the test's PostgreSQL database.
+BACKEND_VARIABLE = "GLIGABAO_TEST_DB"
 # The API key of every test that configures the test server; no output, stored file or
 # trace may ever hold it. Not shaped like an OpenAI key, so that only gb's knowledge of
 # the configured key, not a pattern, can keep it out.
@@ -58,7 +61,7 @@ def gb_env(server: LLMServer | None, **extra: str) -> dict[str, str]:
     128-token chunks, one retry, and the test server with its key; no endpoint at all
     when ``server`` is None. ``extra`` adds or replaces variables."""
     env = {
-        "GB_DB": absolute(DB),
+        "GB_DB": database(),
         "GB_LLM_MAX_RETRIES": "1",
         "GB_EMBEDDINGS_DIMENSIONS": "64",
         "GB_CHUNK_SIZE": "128",
@@ -67,6 +70,12 @@ def gb_env(server: LLMServer | None, **extra: str) -> dict[str, str]:
     if server is not None:
         env.update(OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY=SECRET)
     return env
+
+
+def database() -> str:
+    """The database of the test's gb: ./gb.db, or a PostgreSQL one where the test runs on
+    both stores (the `backend` fixture sets it)."""
+    return os.environ.get(BACKEND_VARIABLE) or absolute(DB)
 
 
 def configure(monkeypatch: pytest.MonkeyPatch, server: LLMServer | None, **extra: str) -> None:
@@ -165,16 +174,16 @@ def stderr_lines(result: Any) -> list[str]:
 # ------------------------------------------------------------------ reading the database back
 
 
-def rows(sql: str, params: Any = (), *, db: str = DB) -> list[dict[str, Any]]:
-    conn = open_db(db)
+def rows(sql: str, params: Any = (), *, db: str | None = None) -> list[dict[str, Any]]:
+    conn = open_db(db or database())
     try:
         return query(conn, sql, params)
     finally:
         conn.close()
 
 
-def count(sql: str, params: Any = (), *, db: str = DB) -> int:
-    conn = open_db(db)
+def count(sql: str, params: Any = (), *, db: str | None = None) -> int:
+    conn = open_db(db or database())
     try:
         return int(scalar(conn, sql, params))
     finally:
@@ -226,9 +235,10 @@ def assert_database_sound() -> None:
     """integrity_check ok, and no chunk without what its transaction stores with it: its
     summary, and (unless its embeddings are marked pending) its chunk and summary vectors;
     each document's stored chunks are its first ones, in order."""
-    conn = open_db(DB)
+    conn = open_db(database())
     try:
-        assert query(conn, "PRAGMA integrity_check") == [{"integrity_check": "ok"}]
+        if conn.dialect == "sqlite":
+            assert query(conn, "PRAGMA integrity_check") == [{"integrity_check": "ok"}]
         assert integrity_problems(conn) == []
         chunks = query(
             conn,
@@ -238,21 +248,12 @@ def assert_database_sound() -> None:
                LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
                WHERE c.parent_id IS NOT NULL AND c.kind <> 'chunk_summary'""",
         )
-        vectors: dict[str, set[str]] = {}
-        for index in ("chunks", "summaries"):
-            table = f"dataset-1-{index}"
-            exists = scalar(conn, "SELECT count(*) FROM sqlite_master WHERE name = ?", (table,))
-            vectors[index] = (
-                {r["vector_id"] for r in query(conn, f'SELECT vector_id FROM "{table}"')}
-                if exists
-                else set()
-            )
         for chunk in chunks:
             if chunk["pending"]:
                 continue
             assert chunk["summary_id"] is not None and chunk["summary_inference"], chunk
-            assert f"chunk-{chunk['id']}" in vectors["chunks"], chunk
-            assert f"summary-{chunk['summary_id']}" in vectors["summaries"], chunk
+            assert vectors.artifact_vectors(conn, 1, "chunks", chunk["id"]), chunk
+            assert vectors.artifact_vectors(conn, 1, "summaries", chunk["summary_id"]), chunk
         by_document: dict[int, list[int]] = {}
         for chunk in chunks:
             by_document.setdefault(chunk["parent_id"], []).append(chunk["chunk_index"])

@@ -138,7 +138,6 @@ class PostgresConnection:
             cur = self.raw.execute(
                 _translated(statements) if bindings is not None else statements,
                 _params(bindings),
-                prepare=False if bindings is None else None,
             )
             self._changes = max(cur.rowcount, 0)
             rows = cur.fetchall() if cur.description is not None else []
@@ -285,7 +284,16 @@ def open_pg(
     from psycopg.rows import dict_row
 
     try:
-        raw = psycopg.connect(url, autocommit=True, row_factory=dict_row, connect_timeout=10)
+        # Parameters bound on the client, as literals: the store's SQL binds None and
+        # untyped values where SQLite needs no type, and a literal NULL or '…' takes its
+        # type from where it stands, as PostgreSQL's own SQL would.
+        raw = psycopg.connect(
+            url,
+            autocommit=True,
+            row_factory=dict_row,
+            cursor_factory=psycopg.ClientCursor,
+            connect_timeout=10,
+        )
     except psycopg.Error as exc:
         raise DatabaseError(
             f"cannot connect to PostgreSQL at {safe_db_url(url)}: {_reason(exc, url)}"
