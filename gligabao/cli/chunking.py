@@ -26,6 +26,7 @@ def chunk_preview(
     mode: options.Mode = None,
     tokenizer: options.TokenizerSpec = None,
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     all_branches: options.AllBranches = False,
     recursive: bool = typer.Option(
@@ -63,6 +64,7 @@ def chunk_preview(
     flags = {
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
         "database": db,
+        "schema": schema,
         "dataset": dataset,
     }
     service = memory(config_path, flags)

@@ -19,6 +19,7 @@ def show(
         metavar="ID", help="The id of a document, a chunk or a summary."
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
@@ -29,7 +30,7 @@ def show(
     A chunk's id (or its summary's) shows the chunk: its document, lines, text, summary
     and facts. Example: gb show 12
     """
-    view = memory(config_path, {"database": db}).document(artifact_id)
+    view = memory(config_path, {"database": db, "schema": schema}).document(artifact_id)
     if as_json:
         render.json_line(view)
     elif "place" in view:  # a chunk's (or its summary's) id shows the chunk
@@ -41,6 +42,7 @@ def show(
 @command("list")
 def list_documents(
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.DatasetFilter = None,
     every: bool = typer.Option(False, "--all", help="Also list superseded versions."),
     session: options.SessionFilter = None,
@@ -58,7 +60,7 @@ def list_documents(
     Ids are shared by documents, chunks and summaries, so document ids may skip.
     Example: gb list --dataset default -n 20
     """
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     rows = service.documents(limit=limit, include_superseded=every, session=session)
     if as_json:
         for row in rows:
@@ -73,6 +75,7 @@ def forget_document(
         metavar="ID", help="The id of the document (not of a chunk) to delete."
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
@@ -83,7 +86,7 @@ def forget_document(
     Entities and facts that no other document supports are deleted with it. A chunk's
     or a summary's id is refused (exit 2), naming its document. Example: gb forget 12
     """
-    report = memory(config_path, {"database": db}).forget(artifact_id)
+    report = memory(config_path, {"database": db, "schema": schema}).forget(artifact_id)
     if as_json:
         render.json_line(dataclasses.asdict(report))
     else:
@@ -93,6 +96,7 @@ def forget_document(
 @command("stats")
 def show_stats(
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.DatasetFilter = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -104,7 +108,7 @@ def show_stats(
 
     Example: gb stats --json
     """
-    counts = memory(config_path, {"database": db, "dataset": dataset}).stats()
+    counts = memory(config_path, {"database": db, "schema": schema, "dataset": dataset}).stats()
     if as_json:
         render.json_line(dataclasses.asdict(counts))
     else:
@@ -114,6 +118,7 @@ def show_stats(
 @command("vec-stats")
 def vec_stats(
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -124,7 +129,7 @@ def vec_stats(
 
     Example: gb vec-stats
     """
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     rows = service.vector_stats()
     if as_json:
         for row in rows:
@@ -141,6 +146,7 @@ def list_inferences(
         help="One call: its record, the request it sent, its answer and what it served.",
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     stage: str = typer.Option(
         None, metavar="STAGE", help=f"Only this stage: {', '.join(INFERENCE_STAGES)}."
     ),
@@ -160,7 +166,7 @@ def list_inferences(
 
     Example: gb inferences --stage summarize_chunk -n 10
     """
-    service = memory(config_path, {"database": db})
+    service = memory(config_path, {"database": db, "schema": schema})
     if inference_id is not None:
         view = service.inference(inference_id)
         if as_json:
@@ -184,6 +190,7 @@ def status(
         None, "--glob", metavar="PATTERN", help="With -r, only files matching PATTERN."
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     chunk_size: options.ChunkSize = None,
     overlap: options.Overlap = None,
@@ -203,6 +210,7 @@ def status(
     """
     flags = {
         "database": db,
+        "schema": schema,
         "dataset": dataset,
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
     }

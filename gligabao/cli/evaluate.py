@@ -45,6 +45,7 @@ def eval_command(
     ),
     dataset: Datasets = None,
     db: options.Db = None,
+    schema: options.Schema = None,
     config_path: options.ConfigPath = None,
     method: Methods = None,
     as_json: options.Json = False,
@@ -71,7 +72,7 @@ def eval_command(
 
     Example: gb eval queries.jsonl --dataset text --dataset markdown
     """
-    service = memory(config_path, {"database": db})
+    service = memory(config_path, {"database": db, "schema": schema})
 
     def tuned(tuning: Tuning) -> None:
         if as_json:

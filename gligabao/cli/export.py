@@ -37,6 +37,7 @@ def export_command(
         "write entities.csv and facts.csv into (required). Else standard output.",
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
 ) -> None:
@@ -85,7 +86,7 @@ def export_command(
         raise UsageError(f"-o {output} is a folder; name the file to write")
     if fmt == "csv" and Path(output).exists() and not Path(output).is_dir():
         raise UsageError(f"-o {output} is a file; csv needs a folder for its two files")
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     graph = service.export(fmt, at=at, output=None if to_stdout else output, stream=sys.stdout)
     if not to_stdout:
         entities, facts = len(graph.entities), graph.fact_count

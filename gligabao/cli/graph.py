@@ -37,6 +37,7 @@ def facts_command(
         20, "-k", "-n", "--limit", metavar="N", help="How many facts to show."
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -52,7 +53,7 @@ def facts_command(
 
     Example: gb facts --about "Acme" --at 2019-06-01
     """
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     shown = service.facts(
         query,
         about=about,
@@ -85,6 +86,7 @@ def entity_command(
         1, "--depth", metavar="N", help="Neighbours up to this many facts away."
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -99,7 +101,7 @@ def entity_command(
 
     Example: gb entity "Alice Moreau" --at 2019-01-01 --depth 2
     """
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     view = service.entity(name, depth=depth, at=at)
     if as_json:
         render.json_line(view.as_json())
@@ -116,6 +118,7 @@ def entities_command(
         20, "-k", "-n", "--limit", metavar="N", help="How many entities to show."
     ),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -127,7 +130,7 @@ def entities_command(
 
     Example: gb entities "software companies" -k 5
     """
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     shown = service.entities(query, k=limit)
     if as_json:
         for item in shown:
@@ -143,6 +146,7 @@ def entities_command(
 def why_command(
     fact_id: int = typer.Argument(metavar="FACT_ID", help="The fact's id, as gb facts shows it."),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
@@ -155,7 +159,7 @@ def why_command(
 
     Example: gb why 42
     """
-    service = memory(config_path, {"database": db, "dataset": dataset})
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     fact = service.why(fact_id)
     if as_json:
         render.json_line(fact.as_json())

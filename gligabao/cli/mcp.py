@@ -16,6 +16,7 @@ from gligabao.errors import UsageError
 @command("mcp")
 def mcp_command(
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     allow_write: bool = typer.Option(
         False, "--allow-write", help="Also offer remember_text, remember_file and forget."
@@ -55,7 +56,7 @@ def mcp_command(
     for folder in root or ():
         if not os.path.isdir(folder):
             raise UsageError(f"--root {folder}: no such folder; name a folder that exists")
-    memory = Memory(db, dataset, config=config_path)  # a bad setting: exit 5, here
+    memory = Memory(db, dataset, config=config_path, schema=schema)  # a bad setting: exit 5
     for message in memory.config.warnings:
         render.warning(message)
     # Here, not at the top: the MCP SDK (pydantic, starlette) is for this command only.

@@ -69,6 +69,14 @@ Db = Annotated[
         ),
     ),
 ]
+Schema = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--schema",
+        metavar="NAME",
+        help="The PostgreSQL schema of a postgresql:// --db (default: gligabao).",
+    ),
+]
 Dataset = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option(

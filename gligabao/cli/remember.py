@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 def remember_command(
     paths: options.Paths = None,
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     kind: str = typer.Option(
         "document",
@@ -167,6 +168,7 @@ def remember_command(
         raise UsageError("--prune goes with -r FOLDER: it removes the files deleted from it")
     flags: dict[str, object] = {
         "database": db,
+        "schema": schema,
         "dataset": dataset,
         "concurrency": concurrency,
         "contextual": contextual,

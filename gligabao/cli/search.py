@@ -21,6 +21,7 @@ def search_command(
     ),
     k: int = typer.Option(10, "-k", "-n", "--limit", metavar="N", help="How many hits to show."),
     db: options.Db = None,
+    schema: options.Schema = None,
     dataset: options.Dataset = None,
     config_path: options.ConfigPath = None,
     session: options.SessionFilter = None,
@@ -56,7 +57,9 @@ def search_command(
 
     Example: gb search "how is the licence terminated" -k 5
     """
-    service = memory(config_path, {"database": db, "dataset": dataset}, {**FLAGS, "k": "-k"})
+    service = memory(
+        config_path, {"database": db, "schema": schema, "dataset": dataset}, {**FLAGS, "k": "-k"}
+    )
     hits = service.search(query, k, method=method, session=session, role=role, rerank=rerank)
     if as_json:
         for line in hits.as_json():

@@ -30,6 +30,9 @@ __all__ = ["STALE_AFTER_S", "Claim", "Holder", "claim", "drop", "new_owner", "re
 
 STALE_AFTER_S = 120.0  # a claim not renewed for this long is a dead run's
 
+# The machine a claim's run is on. The tests set it to run two processes as two machines.
+_HOST = os.environ.get("GB_TEST_HOSTNAME") or socket.gethostname()
+
 
 @dataclass(frozen=True)
 class Claim:
@@ -49,11 +52,11 @@ class Holder:
     @property
     def pid(self) -> int | None:
         host, pid, _ = _parts(self.owner)
-        return pid if host == socket.gethostname() else None
+        return pid if host == _HOST else None
 
 
 def new_owner() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    return f"{_HOST}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
 
 
 def claim(
@@ -140,7 +143,7 @@ def _alive(row: dict[str, Any]) -> bool:
     (a run busy for minutes between two renewals is alive all the same); a claim from
     another host is alive while it is renewed."""
     host, pid, _ = _parts(row["owner"])
-    if host == socket.gethostname() and pid is not None:
+    if host == _HOST and pid is not None:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:

@@ -208,6 +208,43 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
         assert chunks == doc["chunk_count"] > 1
 
 
+def test_two_hosts_importing_one_folder_store_each_document_and_fact_once(
+    server, backend
+) -> None:
+    """Two machines' nightly imports of the same folder into one store at once (two
+    processes that claim as two hosts: neither can see the other's process, only its
+    claim's heartbeat): each document stored once, each fact once, each chunk extracted
+    once, as one run alone stores them."""
+    for i in range(4):
+        write(f"shared/d{i}.md", story(950 + i, paragraphs=3))
+    server.latency = 0.02
+    alone = absolute("alone.db")
+    code, _, err = finish(start(server, "remember", "-r", "shared", env={"GB_DB": alone}))
+    assert code == 0, err
+    facts = count("SELECT count(*) FROM gb_edges", db=alone)
+    entities = count("SELECT count(*) FROM gb_entities", db=alone)
+    assert facts > 10
+    server.requests.clear()
+
+    procs = [
+        start(server, "remember", "-r", "shared", "--json", env={"GB_TEST_HOSTNAME": host})
+        for host in ("host-a", "host-b")
+    ]
+    ended = [finish(proc, timeout=120) for proc in procs]
+
+    for code, _, err in ended:
+        assert code == 0, err
+    seen = [statuses(out) for _, out, _ in ended]
+    for name in seen[0]:
+        assert sorted(s[name] for s in seen) == ["remembered", "unchanged"], name
+    assert len(documents()) == 4
+    assert count("SELECT count(*) FROM gb_edges") == facts
+    assert count("SELECT count(*) FROM gb_entities") == entities
+    assert server.calls("extract_graph") == sum(d["chunk_count"] or 1 for d in documents())
+    assert_database_sound()
+    assert_documents_complete()
+
+
 def test_a_second_process_on_a_document_being_stored_waits_and_finds_it_whole(server) -> None:
     text = story(900, paragraphs=6)
     write("long.md", text)
