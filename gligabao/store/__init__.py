@@ -29,6 +29,7 @@ from gligabao.base.lazy import exports
 from gligabao.store.connection import Connection
 from gligabao.store.db import integrity_problems, transaction
 from gligabao.store.errors import (
+    Conflict,
     DatabaseBusy,
     DatabaseError,
     EmbeddingMismatch,
@@ -55,6 +56,7 @@ _SUBMODULES = {
 }
 
 __all__ = [
+    "Conflict",
     "Connection",
     "DatabaseBusy",
     "DatabaseError",

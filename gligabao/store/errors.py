@@ -9,6 +9,7 @@ from __future__ import annotations
 from gligabao.errors import ConfigError, DatabaseError, GbError
 
 __all__ = [
+    "Conflict",
     "DatabaseBusy",
     "DatabaseError",
     "EmbeddingMismatch",
@@ -28,6 +29,11 @@ class DatabaseBusy(DatabaseError):
         )
         self.path = path
         self.waited_ms = waited_ms
+
+
+class Conflict(DatabaseError):
+    """A row the schema holds once (a chunk's index in its document, an entity's name and
+    type) given a second time; or another rule of the schema broken."""
 
 
 class NoDatabase(DatabaseError):

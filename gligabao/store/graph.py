@@ -64,8 +64,7 @@ def insert_entity(
     *,
     created_at: str | None = None,
 ) -> int:
-    """Insert a new entity; an existing (name, type) raises the driver's ConstraintError
-    (apsw.ConstraintError with SQLite)."""
+    """Insert a new entity; an existing (name, type) raises Conflict."""
     norm = normalize_name(name)
     if not norm:
         raise ValueError("an entity name cannot be empty")

@@ -208,9 +208,7 @@ def test_two_processes_on_one_database_both_finish_with_everything_stored(
         assert chunks == doc["chunk_count"] > 1
 
 
-def test_two_hosts_importing_one_folder_store_each_document_and_fact_once(
-    server, backend
-) -> None:
+def test_two_hosts_importing_one_folder_store_each_document_and_fact_once(server, backend) -> None:
     """Two machines' nightly imports of the same folder into one store at once (two
     processes that claim as two hosts: neither can see the other's process, only its
     claim's heartbeat): each document stored once, each fact once, each chunk extracted

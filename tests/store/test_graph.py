@@ -7,10 +7,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import apsw
 import pytest
 
 from gligabao.store import (
+    Conflict,
     NotFound,
     artifacts,
     datasets,
@@ -21,15 +21,23 @@ from gligabao.store import (
     integrity_problems,
     open_db,
     transaction,
+    vectors,
 )
-from gligabao.store.sqlite import fts, vectors
+from gligabao.store import fts as any_fts
+from gligabao.store.sqlite import fts
+from gligabao.store.sqlite import vectors as sqlite_vectors
 
 DIMS = 4
 
 
-@pytest.fixture
-def conn(tmp_path: Path):
-    c = open_db(tmp_path / "gb.db")
+@pytest.fixture(params=["sqlite", "postgresql"])
+def conn(request: pytest.FixtureRequest, tmp_path: Path):
+    """The store on an SQLite file, and again on a PostgreSQL database: the same SQL
+    behind both (a test of SQLite's own tables calls sqlite_only)."""
+    if request.param == "postgresql":
+        c = open_db(request.getfixturevalue("pg_url"))
+    else:
+        c = open_db(tmp_path / "gb.db")
     yield c
     c.close()
 
@@ -62,13 +70,24 @@ def count(conn, sql: str, *params) -> int:
     return int(db.scalar(conn, sql, params))
 
 
+def indexed(conn, table: str, row_id: int) -> int:
+    """Whether the keyword index `table` has a row for `row_id` (1 or 0), on either store."""
+    return any_fts.indexed_rows(conn, table, [row_id])
+
+
+def sqlite_only(conn) -> None:
+    if conn.dialect != "sqlite":
+        pytest.skip("SQLite's own tables: PostgreSQL's are checked in test_pg_vectors.py")
+
+
 # --- vectors ------------------------------------------------------------------------
 
 
 def test_vector_table_names_and_columns(conn, ds: int) -> None:
+    sqlite_only(conn)
     for index in vectors.INDEXES:
         name = f"dataset-{ds}-{index}"
-        assert vectors.table_name(ds, index) == name
+        assert sqlite_vectors.table_name(ds, index) == name
         sql = db.scalar(conn, "SELECT sql FROM sqlite_master WHERE name = ?", (name,))
         assert "vec0(" in sql and f"float[{DIMS}]" in sql and "distance_metric=cosine" in sql
     chunks_sql = db.scalar(
@@ -83,10 +102,11 @@ def test_vector_table_names_and_columns(conn, ds: int) -> None:
     assert vectors.vector_id("summaries", 3) == "summary-3"
     assert vectors.parse_vector_id("entity-7") == ("entities", 7)
     with pytest.raises(ValueError):
-        vectors.table_name(ds, 'x"; DROP TABLE gb_artifacts; --')
+        sqlite_vectors.table_name(ds, 'x"; DROP TABLE gb_artifacts; --')
 
 
 def test_upsert_twice_leaves_one_row_and_knn_finds_nearest(conn, ds: int) -> None:
+    sqlite_only(conn)
     table = f'"dataset-{ds}-chunks"'
     vectors.upsert_vectors(conn, ds, "chunks", [vectors.chunk_row(1, 9, 0, [1, 0, 0, 0])])
     vectors.upsert_vectors(conn, ds, "chunks", [vectors.chunk_row(1, 9, 5, [0, 1, 0, 0])])
@@ -113,6 +133,7 @@ def test_upsert_twice_leaves_one_row_and_knn_finds_nearest(conn, ds: int) -> Non
 
 
 def test_vector_rows_are_checked(conn, ds: int) -> None:
+    sqlite_only(conn)
     with pytest.raises(ValueError, match="dimensions"):
         vectors.upsert_vectors(conn, ds, "entities", [vectors.entity_row(1, [1.0, 2.0])])
     with pytest.raises(ValueError, match="does not belong"):
@@ -309,10 +330,15 @@ def test_document_chunks_and_summaries(conn, ds: int) -> None:
     assert {e["name"] for e in doc["entities"]} == {"Alice", "Acme", "Bob", "Berlin"}
     assert {e["fact"] for e in doc["edges"]} >= {"Bob knows Alice.", "Acme is in Berlin."}
     # Chunks are keyword-indexed as embedded (context first); the unchunked B itself too.
-    fts = db.scalar(conn, "SELECT text FROM gb_fts_artifacts WHERE rowid = ?", (a.chunks[0],))
-    assert fts == "Notes > Work\n\n" + CHUNKS[0]
-    assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", a.doc) == 0
-    assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", b.doc) == 1
+    if conn.dialect == "sqlite":
+        fts_text = db.scalar(
+            conn, "SELECT text FROM gb_fts_artifacts WHERE rowid = ?", (a.chunks[0],)
+        )
+        assert fts_text == "Notes > Work\n\n" + CHUNKS[0]
+    found = artifacts.search_artifacts_fts(conn, ds, "Notes Work")  # the context's words
+    assert a.chunks[0] in {h["artifact_id"] for h in found}
+    assert indexed(conn, "gb_fts_artifacts", a.doc) == 0
+    assert indexed(conn, "gb_fts_artifacts", b.doc) == 1
     hits = artifacts.search_artifacts_fts(conn, ds, "Berlin moved")
     assert (hits[0]["artifact_id"], hits[0]["kind"]) == (a.chunks[2], "document")
     assert [h["kind"] for h in hits[1:]] == ["chunk_summary"]  # the chunk's summary
@@ -323,11 +349,11 @@ def test_document_chunks_and_summaries(conn, ds: int) -> None:
 
 def test_a_chunk_or_summary_cannot_be_stored_twice(conn, ds: int) -> None:
     a = store_doc_a(conn, ds)
-    with pytest.raises(apsw.ConstraintError):
+    with pytest.raises(Conflict):
         artifacts.insert_chunk(
             conn, document_id=a.doc, text="x", chunk_index=1, start_offset=0, end_offset=1, tokens=1
         )
-    with pytest.raises(apsw.ConstraintError):
+    with pytest.raises(Conflict):
         artifacts.insert_summary(conn, chunk_id=a.chunks[0], text="again")
     with pytest.raises(ValueError, match="chunk_summary"):
         artifacts.insert_document(conn, dataset_id=ds, text="x", kind="chunk_summary")
@@ -348,7 +374,7 @@ def test_entities_dedupe_by_normalized_name_and_type(conn, ds: int) -> None:
     unaccented, _ = graph.upsert_entity(conn, ds, "ecole polytechnique", "org")
     assert unaccented != first  # accents are not removed: only case, width and spaces
     assert graph.upsert_entity(conn, ds, "École Polytechnique", "place")[0] != first
-    with pytest.raises(apsw.ConstraintError):
+    with pytest.raises(Conflict):
         graph.insert_entity(conn, ds, "école   POLYTECHNIQUE", "org")
     assert graph.entity_exact(conn, ds, "École polytechnique", "org")["id"] == first
 
@@ -421,6 +447,7 @@ def test_words_in_half_the_rows_are_searched_for_only_when_the_others_run_short(
     other words are ranked without scoring every row it is in: the same hits in the same
     order as FTS5's own ranking of every word, and past those the rows holding only the
     common word, as FTS5 ranks them."""
+    sqlite_only(conn)
     docs = []
     for i in range(10):
         # "the" in every row; "harbour" in three, as often as their rank, lengths apart.
@@ -457,10 +484,8 @@ def test_fts_candidates_rank_and_fold(conn, ds: int) -> None:
     assert [r["id"] for r in got] == [cafe, flore]  # both words before one; one dataset
     assert graph.entity_candidates_fts(conn, ds, "summary") == []  # names only
     graph.update_entity_summary(conn, cafe, "a literary café")
-    assert (
-        db.scalar(conn, "SELECT summary FROM gb_fts_entities WHERE rowid = ?", (cafe,))
-        == "a literary café"
-    )
+    assert graph.entity_candidates_fts(conn, ds, "literary") == []  # names only, still
+    assert cafe in any_fts.entity_ids(conn, ds, "literary", 5, names=False)
 
 
 # --- forget ---------------------------------------------------------------------------
@@ -486,7 +511,7 @@ def test_forget_a_document(conn, ds: int) -> None:
     assert report.fts_rows == 3 + 3 + 2 + 2  # chunks, summaries, entities, edges
     for art in gone:
         assert artifacts.get_artifact(conn, art) is None
-        assert count(conn, "SELECT count(*) FROM gb_fts_artifacts WHERE rowid = ?", art) == 0
+        assert indexed(conn, "gb_fts_artifacts", art) == 0
         assert (
             count(conn, "SELECT count(*) FROM gb_entity_artifacts WHERE artifact_id = ?", art) == 0
         )
@@ -494,10 +519,10 @@ def test_forget_a_document(conn, ds: int) -> None:
     for name in ("Bob", "Berlin"):
         eid = a.entities[name]
         assert graph.get_entity(conn, eid) is None
-        assert count(conn, "SELECT count(*) FROM gb_fts_entities WHERE rowid = ?", eid) == 0
+        assert indexed(conn, "gb_fts_entities", eid) == 0
     for key in ("knows", "berlin"):
         assert graph.get_edge(conn, a.edges[key]) is None
-        assert count(conn, "SELECT count(*) FROM gb_fts_edges WHERE rowid = ?", a.edges[key]) == 0
+        assert indexed(conn, "gb_fts_edges", a.edges[key]) == 0
     # What B also supports survives, its provenance now B's alone.
     for name in ("Alice", "Acme", "Paris"):
         assert graph.get_entity(conn, b.entities[name]) is not None
@@ -546,6 +571,7 @@ def test_forget_refuses_one_chunk_and_keeps_everything(conn, ds: int) -> None:
 
 
 def test_forget_is_one_transaction(conn, ds: int) -> None:
+    sqlite_only(conn)
     a = store_doc_a(conn, ds)
     held = [s.held for s in vectors.vec_stats(conn, ds)]
     # A real failure halfway: SQLite refuses to delete an entity.
@@ -553,7 +579,7 @@ def test_forget_is_one_transaction(conn, ds: int) -> None:
         "CREATE TEMP TRIGGER no_delete BEFORE DELETE ON gb_entities "
         "BEGIN SELECT RAISE(ABORT, 'refused'); END"
     )
-    with pytest.raises(apsw.ConstraintError, match="refused"):
+    with pytest.raises(Conflict, match="refused"):
         forget.forget(conn, a.doc)
     assert conn.get_autocommit()
     assert chunk_indexes(conn, a.doc) == [0, 1, 2]

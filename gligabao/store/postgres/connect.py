@@ -22,7 +22,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-from gligabao.store.errors import DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
+from gligabao.store.errors import Conflict, DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
 from gligabao.store.postgres import migrations
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresConnection", "is_url", "open_pg", "safe_db_url"]
@@ -244,6 +244,10 @@ class PostgresConnection:
 
         try:
             yield
+        except psycopg.IntegrityError as exc:
+            raise Conflict(
+                f"database {self.path} refused a write: {_reason(exc, self.url)}"
+            ) from None
         except errors.LockNotAvailable:
             raise DatabaseBusy(self.path, self.busy_timeout_ms) from None
         except errors.ReadOnlySqlTransaction:
@@ -309,7 +313,7 @@ def open_pg(
                 raise NoDatabase(conn.path, f" (no schema {schema} in it)")
             if not read_only:
                 _prepare(conn, schema)
-            raw.execute(f'SET search_path TO "{schema}", public')
+            raw.execute(f"SET search_path TO {_search_path(conn, schema)}")
             if read_only:
                 raw.execute("SET default_transaction_read_only = on")
                 _check_schema(conn)
@@ -322,18 +326,43 @@ def open_pg(
 
 
 def _prepare(conn: PostgresConnection, schema: str) -> None:
-    """The schema and pgvector, made once (under the write lock: two first runs at once
-    would both try)."""
+    """The schema and the extensions, made once (under the write lock: two first runs
+    at once would both try): pgvector, which gb needs, and unaccent where gb may add it
+    (keyword search folds accents with it, as FTS5 does)."""
     with conn.transaction():
         conn.raw.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-        if not conn.raw.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
+        if not _extension_schema(conn, "vector"):
             try:
-                conn.raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
+                with conn.transaction():
+                    conn.raw.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except Exception as exc:
                 raise DatabaseError(
                     f"database {conn.path} has no pgvector and gb could not add it "
                     f"({_reason(exc, conn.url)}); ask its owner to CREATE EXTENSION vector"
                 ) from None
+        if not _extension_schema(conn, "unaccent"):
+            try:
+                with conn.transaction():  # a savepoint: refused, the rest goes on
+                    conn.raw.execute("CREATE EXTENSION IF NOT EXISTS unaccent")
+            except Exception:  # not allowed here: accents stay as written
+                pass
+
+
+def _extension_schema(conn: PostgresConnection, name: str) -> str | None:
+    row = conn.raw.execute(
+        """SELECT n.nspname FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
+           WHERE e.extname = %s""",
+        (name,),
+    ).fetchone()
+    return row["nspname"] if row else None
+
+
+def _search_path(conn: PostgresConnection, schema: str) -> str:
+    """gb's schema first, then public and wherever the extensions live (a managed
+    database may keep them in a schema of their own, as Supabase's `extensions`)."""
+    found = [_extension_schema(conn, name) for name in ("vector", "unaccent")]
+    schemas = dict.fromkeys([schema, "public", *(s for s in found if s)])
+    return ", ".join(f'"{s}"' for s in schemas)
 
 
 def _check_schema(conn: PostgresConnection) -> None:

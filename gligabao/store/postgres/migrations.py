@@ -232,9 +232,27 @@ CREATE TRIGGER gb_fts_entities_count AFTER INSERT OR UPDATE OR DELETE ON gb_fts_
 CREATE TRIGGER gb_fts_edges_count AFTER INSERT OR UPDATE OR DELETE ON gb_fts_edges
     FOR EACH ROW EXECUTE FUNCTION gb_fts_follow('edges');
 
+-- The words of a text as gb indexes them, as SQLite's FTS5 tokenizer does: stemmed
+-- (Snowball's English), accents folded where the unaccent extension is there, and no
+-- stop words left out (FTS5 keeps them; bm25 weighs a word in most rows at nothing).
+CREATE TEXT SEARCH DICTIONARY gb_stem (TEMPLATE = snowball, Language = english);
+CREATE TEXT SEARCH CONFIGURATION gb_words (COPY = english);
+DO $$
+BEGIN
+    IF EXISTS (SELECT 1 FROM pg_ts_dict WHERE dictname = 'unaccent') THEN
+        ALTER TEXT SEARCH CONFIGURATION gb_words ALTER MAPPING
+            FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+            WITH unaccent, gb_stem;
+    ELSE
+        ALTER TEXT SEARCH CONFIGURATION gb_words ALTER MAPPING
+            FOR asciiword, asciihword, hword_asciipart, word, hword, hword_part
+            WITH gb_stem;
+    END IF;
+END $$;
+
 -- The words of a text as gb indexes them, and their number.
 CREATE FUNCTION gb_words(text TEXT) RETURNS tsvector LANGUAGE sql IMMUTABLE AS $$
-    SELECT to_tsvector('english', text)
+    SELECT to_tsvector('gb_words', text)
 $$;
 CREATE FUNCTION gb_length(words tsvector) RETURNS INTEGER LANGUAGE sql IMMUTABLE AS $$
     SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::int

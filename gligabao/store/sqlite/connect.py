@@ -26,7 +26,7 @@ from typing import Any
 import apsw
 
 from gligabao.store.db import query, query_one, scalar
-from gligabao.store.errors import DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
+from gligabao.store.errors import Conflict, DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
 from gligabao.store.sqlite import migrations
 
 __all__ = [
@@ -440,6 +440,8 @@ def translate_errors(conn: apsw.Connection) -> Iterator[None]:
         yield
     except (apsw.BusyError, apsw.LockedError):
         raise DatabaseBusy(_path(conn), _timeout(conn)) from None
+    except apsw.ConstraintError as exc:
+        raise Conflict(f"database {_path(conn)} refused a write: {exc}") from None
     except apsw.NotADBError:
         raise DatabaseError(
             f"{_path(conn)} is not a database (not an SQLite file); check --db"
