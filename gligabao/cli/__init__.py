@@ -27,6 +27,7 @@ COMMANDS = {
     "inferences": "documents",
     "status": "documents",
     "eval": "evaluate",
+    "copy": "copying",
     "chunk-preview": "chunking",
     "config": "chunking",
     "mcp": "mcp",

@@ -1025,3 +1025,45 @@ def entities_table(items: list[Any]) -> None:
     for item in items:
         _row(table, item.id, item.name, item.type, item.fact_count, item.document_count)
     emit(table)
+
+
+# --- gb copy ---------------------------------------------------------------------
+
+
+class CopyProgress:
+    """One live line on stderr, only on a terminal: the step of a copy and how far it
+    is; removed at the end."""
+
+    def __init__(self, *, enabled: bool) -> None:
+        self.live = None
+        self.line = ""
+        if enabled and stderr.is_terminal:
+            from rich.live import Live
+
+            self.live = Live(
+                console=stderr, get_renderable=lambda: _text(self.line), transient=True
+            )
+            self.live.start()
+
+    def __call__(self, what: str, done: int, total: int) -> None:
+        self.line = f"copying {what}: {done:,} of {total:,}"
+        if self.live is not None:
+            self.live.refresh()
+
+    def close(self) -> None:
+        if self.live is not None:
+            self.live.stop()
+
+
+def copy_line(report: Any) -> None:
+    rows = sum(report.rows.values())
+    documents = report.rows.get("gb_artifacts", 0)
+    again = " (going on from a copy cut short)" if report.resumed else ""
+    stdout.print(
+        _text(
+            f"copied {report.source} -> {report.destination}{again}: {rows:,} "
+            f"{plural(rows, 'row')} ({documents:,} {plural(documents, 'artifact')}), "
+            f"{report.keyword_rows:,} keyword {plural(report.keyword_rows, 'row')}, "
+            f"{report.vectors:,} {plural(report.vectors, 'vector')}"
+        )
+    )

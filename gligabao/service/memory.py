@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from gligabao.service.sizing import DryRun
     from gligabao.service.sync import Sync
     from gligabao.store import Connection
+    from gligabao.store.copying import CopyReport
     from gligabao.store.datasets import Dataset
     from gligabao.store.forget import ForgetReport
     from gligabao.store.stats import Stats, VecIndexStats
@@ -491,6 +492,25 @@ class Memory:
             return forget.forget(conn, self._args.stored_id("document_id", document_id, "artifact"))
         except NotFound:
             raise self._no_document(document_id, "document") from None
+
+    @_one_at_a_time
+    def copy_from(
+        self,
+        source: str | os.PathLike[str],
+        *,
+        schema: str | None = None,
+        on_progress: Callable[[str, int, int], None] | None = None,
+    ) -> CopyReport:
+        """Copy the whole memory at `source` (a file or a postgresql:// URL; `schema`, its
+        schema there) into this one, which must be empty or hold this copy cut short (as
+        `gb copy`). Every row keeps its id; no LLM is asked anything. `on_progress(what,
+        done, total)` hears each step."""
+        from gligabao.service.copying import copy_into
+
+        self.close()  # the copy opens the destination itself, created if need be
+        return copy_into(
+            self.config, os.fspath(source), source_schema=schema, on_progress=on_progress
+        )
 
     def _database_name(self) -> str:
         """The database as a message names it: a file by its name, a server's URL with

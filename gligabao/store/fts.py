@@ -13,6 +13,7 @@ from gligabao.store.sqlite import fts as sqlite
 from gligabao.store.terms import words_of
 
 __all__ = [
+    "artifact_rows",
     "edge_ids",
     "entity_candidates",
     "entity_ids",
@@ -32,6 +33,12 @@ def index_artifact_text(
 ) -> None:
     """Put (or replace) the artifact's row in the keyword index."""
     _of(conn).index_artifact_text(conn, artifact_id, text, kind, dataset_id)
+
+
+def artifact_rows(conn: Connection) -> list[dict[str, Any]]:
+    """Every row of the artifacts' keyword index: `id`, `dataset_id`, `kind`, and the
+    `text` as indexed (a chunk's context first)."""
+    return list(_of(conn).artifact_rows(conn))
 
 
 def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:

@@ -35,6 +35,7 @@ __all__ = [
     "KNN_MAX",
     "Neighbor",
     "VectorRow",
+    "all_vectors",
     "artifact_vectors",
     "chunk_row",
     "chunk_rows",
@@ -138,6 +139,11 @@ def knn(
     return list(
         _of(conn).knn(conn, dataset_id, index_name, query_vector, k, where=where, exact=exact)
     )
+
+
+def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[VectorRow]:
+    """Every vector of an index with its metadata (what gb copy moves)."""
+    return list(_of(conn).all_vectors(conn, dataset_id, index_name))
 
 
 def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:

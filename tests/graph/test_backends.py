@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gligabao import Memory
 from gligabao.store.db import now_iso
 from tests.graph.test_facts import DOCS, _answers, _remember
 from tests.support.helpers import configure, gb, write
@@ -72,3 +73,58 @@ def test_sqlite_and_postgresql_give_the_same_answers(
         seen[backend] = _everything(gb_cli)
     for part in seen["sqlite"]:
         assert seen["postgresql"][part] == seen["sqlite"][part], part
+
+
+def _export(gb_cli) -> list[str]:
+    return gb(gb_cli, "export", "--format", "jsonl").stdout.splitlines()
+
+
+def test_copy_to_postgresql_and_back_keeps_everything_and_asks_nothing(
+    gb_cli, server, monkeypatch, tmp_path, pg_url
+) -> None:
+    for name, text in DOCS.items():
+        write(name, text)
+    first, back = str(tmp_path / "first.db"), str(tmp_path / "back.db")
+    configure(monkeypatch, server, GB_DB=first)
+    _remember(gb_cli, list(DOCS))
+    export = _export(gb_cli)
+    search = gb(gb_cli, "search", "where does Alice work", "--json").stdout
+    assert len(export) > 15
+    server.requests.clear()
+
+    copied = json.loads(gb(gb_cli, "copy", "--from", first, "--to", pg_url, "--json").stdout)
+    assert copied["vectors"] > 0 and copied["rows"]["gb_edges"] > 5 and not copied["resumed"]
+    gb(gb_cli, "copy", "--from", pg_url, "--to", back)
+
+    assert server.requests == []  # nothing asked of the LLM, nothing paid again
+    for database in (pg_url, back):
+        configure(monkeypatch, server, GB_DB=database)
+        assert _export(gb_cli) == export  # every row with its id, time and evidence
+    assert gb(gb_cli, "search", "where does Alice work", "--json").stdout == search
+    # A store that holds a memory is never copied into.
+    refused = gb(gb_cli, "copy", "--from", first, "--to", back, code=6)
+    assert "holds" in refused.stderr and "empty" in refused.stderr
+
+
+def test_a_copy_cut_short_goes_on_where_it_stopped(
+    gb_cli, server, monkeypatch, tmp_path, pg_url
+) -> None:
+    for name, text in DOCS.items():
+        write(name, text)
+    first = str(tmp_path / "first.db")
+    configure(monkeypatch, server, GB_DB=first)
+    _remember(gb_cli, list(DOCS))
+    export = _export(gb_cli)
+
+    def stop_at_the_facts(what: str, done: int, total: int) -> None:
+        if what == "gb_edges":
+            raise KeyboardInterrupt
+
+    into = Memory(pg_url)
+    with pytest.raises(KeyboardInterrupt):
+        into.copy_from(first, on_progress=stop_at_the_facts)
+    report = into.copy_from(first)
+
+    assert report.resumed and report.rows["gb_edges"] > 5
+    configure(monkeypatch, server, GB_DB=pg_url)
+    assert _export(gb_cli) == export

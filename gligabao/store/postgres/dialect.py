@@ -3,7 +3,17 @@
 
 from __future__ import annotations
 
-__all__ = ["byte_length", "byte_prefix", "id_list", "instant", "instant_of", "json_texts", "now"]
+__all__ = [
+    "byte_length",
+    "byte_prefix",
+    "id_list",
+    "ids_given",
+    "instant",
+    "instant_of",
+    "json_texts",
+    "now",
+    "text_list",
+]
 
 
 def id_list(param: str) -> str:
@@ -48,4 +58,13 @@ def json_texts(column: str, *path: str) -> str:
     return (
         f"(SELECT value FROM json_array_elements_text(CAST({column} AS json) "
         f"#> '{{{','.join(path)}}}') j(value))"
+    )
+
+
+def ids_given(table: str) -> str | None:
+    """What to run after rows were written with the ids they had elsewhere: the table's
+    id sequence moved past them, or the next row made here would take one of theirs."""
+    return (
+        f"SELECT setval(pg_get_serial_sequence('{table}', 'id'), coalesce(max(id), 1), "
+        f"max(id) IS NOT NULL) FROM {table}"
     )

@@ -24,6 +24,7 @@ from gligabao.store.dialect import of as dialect_of
 from gligabao.store.terms import words_of
 
 __all__ = [
+    "artifact_rows",
     "edge_ids",
     "entity_candidates",
     "entity_ids",
@@ -44,10 +45,15 @@ def index_artifact_text(
     with transaction(conn):
         conn.execute("DELETE FROM gb_fts_artifacts WHERE id = ?", (artifact_id,))
         conn.execute(
-            """INSERT INTO gb_fts_artifacts(id, dataset_id, kind, words, length)
-               SELECT ?, ?, ?, w, gb_length(w) FROM gb_words(?) AS w""",
-            (artifact_id, dataset_id, kind, text),
+            """INSERT INTO gb_fts_artifacts(id, dataset_id, kind, text, words, length)
+               SELECT ?, ?, ?, ?, w, gb_length(w) FROM gb_words(?) AS w""",
+            (artifact_id, dataset_id, kind, text, text),
         )
+
+
+def artifact_rows(conn: Connection) -> list[dict[str, Any]]:
+    """Every row of the artifacts' keyword index: `id`, `dataset_id`, `kind`, `text`."""
+    return query(conn, "SELECT id, dataset_id, kind, text FROM gb_fts_artifacts ORDER BY id")
 
 
 def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:

@@ -173,10 +173,13 @@ CREATE TABLE gb_fts_terms (
     rows       BIGINT NOT NULL,
     PRIMARY KEY (index_name, term)
 );
+-- The text as indexed is kept too (a chunk's context first), as FTS5 keeps it: a copy
+-- of the store indexes it again elsewhere (gb copy).
 CREATE TABLE gb_fts_artifacts (
     id         BIGINT PRIMARY KEY,
     dataset_id BIGINT NOT NULL,
     kind       {_T} NOT NULL,
+    text       {_T} NOT NULL,
     words      tsvector NOT NULL,
     length     INTEGER NOT NULL
 );
@@ -335,7 +338,15 @@ _V7 = """
 ALTER TABLE gb_inferences ADD COLUMN request TEXT COLLATE "C";
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+_V8 = f"""
+CREATE TABLE gb_copies (
+    source      {_T} PRIMARY KEY,
+    started_at  {_T} NOT NULL,
+    finished_at {_T}
+);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -521,3 +521,20 @@ def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
         r = query(conn, sql, {"d": dataset_id, "p": KIND[index_name] + "-"})[0]
         out.append(VecIndexStats(index=index_name, table=name, exists=exists, **r))
     return out
+
+
+def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[VectorRow]:
+    """Every vector of an index with its metadata, by vector id (a whole copy: gb copy)."""
+    name = table_name(dataset_id, index_name)
+    if not _exists(conn, name):
+        return []
+    columns = METADATA[index_name]
+    named = "".join(f', "{c}"' for c in columns)
+    rows = query(
+        conn,
+        f"SELECT vector_id, CAST(embedding AS real[]) AS e{named} FROM {name} ORDER BY vector_id",
+    )
+    return [
+        VectorRow(r["vector_id"], array("f", r["e"]).tobytes(), {c: r[c] for c in columns})
+        for r in rows
+    ]

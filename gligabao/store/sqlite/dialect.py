@@ -3,7 +3,17 @@
 
 from __future__ import annotations
 
-__all__ = ["byte_length", "byte_prefix", "id_list", "instant", "instant_of", "json_texts", "now"]
+__all__ = [
+    "byte_length",
+    "byte_prefix",
+    "id_list",
+    "ids_given",
+    "instant",
+    "instant_of",
+    "json_texts",
+    "now",
+    "text_list",
+]
 
 
 def id_list(param: str) -> str:
@@ -45,3 +55,9 @@ def byte_length(expr: str) -> str:
 def json_texts(column: str, *path: str) -> str:
     """The strings of the JSON array at `path` in a JSON text column, as a subquery."""
     return f"(SELECT value FROM json_each({column}, '$.{'.'.join(path)}'))"
+
+
+def ids_given(table: str) -> str | None:
+    """What to run after rows were written with the ids they had elsewhere: nothing, as
+    SQLite hands out the next id after the largest there."""
+    return None

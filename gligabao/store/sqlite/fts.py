@@ -20,6 +20,7 @@ from gligabao.store.db import query, scalar, transaction
 from gligabao.store.terms import words_of
 
 __all__ = [
+    "artifact_rows",
     "edge_ids",
     "entity_candidates",
     "entity_ids",
@@ -94,6 +95,14 @@ def index_artifact_text(
             "INSERT INTO gb_fts_artifacts(rowid, text, kind, dataset_id) VALUES (?, ?, ?, ?)",
             (artifact_id, text, kind, dataset_id),
         )
+
+
+def artifact_rows(conn: Connection) -> list[dict[str, Any]]:
+    """Every row of the artifacts' keyword index: `id`, `dataset_id`, `kind`, `text`."""
+    return query(
+        conn,
+        "SELECT rowid AS id, dataset_id, kind, text FROM gb_fts_artifacts ORDER BY rowid",
+    )
 
 
 def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:

@@ -262,7 +262,17 @@ _V7 = """
 ALTER TABLE gb_inferences ADD COLUMN request TEXT;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7]
+# A whole memory copied in from another store (gb copy): where from, and whether it is
+# done, so that a copy cut short goes on from where it stopped rather than start again.
+_V8 = """
+CREATE TABLE gb_copies (
+    source      TEXT PRIMARY KEY,
+    started_at  TEXT NOT NULL,
+    finished_at TEXT
+);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -575,3 +575,19 @@ def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
         r = query(conn, sql, {"d": dataset_id, "p": prefix})[0]
         out.append(VecIndexStats(index=index_name, table=name, exists=exists, **r))
     return out
+
+
+def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[VectorRow]:
+    """Every vector of an index with its metadata, by vector id (a whole copy: gb copy)."""
+    if not table_exists(conn, table_name(dataset_id, index_name)):
+        return []
+    columns = METADATA[index_name]
+    named = ", ".join(f'"{c}"' for c in columns)
+    rows = query(
+        conn,
+        f"SELECT vector_id, embedding{', ' + named if named else ''} "
+        f"FROM {_quoted(dataset_id, index_name)} ORDER BY vector_id",
+    )
+    return [
+        VectorRow(r["vector_id"], bytes(r["embedding"]), {c: r[c] for c in columns}) for r in rows
+    ]
