@@ -3,6 +3,9 @@ when the server is down or the URL is wrong."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from gligabao.store import DatabaseError, NoDatabase, datasets, db, open_db
@@ -35,3 +38,22 @@ def test_a_reading_command_does_not_create_the_schema(pg_url: str) -> None:
     conn = open_db(pg_url, schema="elsewhere")
     assert db.scalar(conn, "SELECT current_schema()") == "elsewhere"
     conn.close()
+
+
+def test_without_psycopg_a_url_says_what_to_install() -> None:
+    # psycopg hidden, as in an install without the [postgres] extra.
+    program = (
+        "import sys; sys.modules['psycopg'] = None; from gligabao.cli import main; "
+        "sys.argv = ['gb', 'list', '--db', 'postgresql://gb:pw@127.0.0.1:1/gb']; main()"
+    )
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True)
+    assert done.returncode == 6, done.stderr
+    assert done.stderr.strip() == (
+        "gb: a postgresql:// database needs psycopg: pip install 'gligabao-gb[postgres]'"
+    )
+
+
+def test_other_urls_are_refused_not_made_files(tmp_path) -> None:
+    with pytest.raises(DatabaseError, match="not a database gb can open"):
+        open_db("mysql://u:secret@h/db")
+    assert list(tmp_path.iterdir()) == []  # no ./mysql:/ folder

@@ -284,9 +284,13 @@ def open_pg(
         raise DatabaseError(
             f"schema name {schema!r} is not one gb uses: lowercase letters, digits and _"
         )
-    import psycopg
-    from psycopg.rows import dict_row
-
+    try:
+        import psycopg
+        from psycopg.rows import dict_row
+    except ImportError:
+        raise DatabaseError(
+            "a postgresql:// database needs psycopg: pip install 'gligabao-gb[postgres]'"
+        ) from None
     try:
         # Parameters bound on the client, as literals: the store's SQL binds None and
         # untyped values where SQLite needs no type, and a literal NULL or '…' takes its
