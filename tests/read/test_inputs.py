@@ -109,7 +109,10 @@ def test_directory_is_refused(gb_cli) -> None:
     (Path("folder") / "inside.txt").write_text(GOOD)
     result = gb_cli("chunk-preview", "folder")
     assert result.exit_code == 3
-    assert one_line(result.stderr) == "gb: folder: is a directory; give the files in it"
+    assert one_line(result.stderr) == (
+        "gb: folder: is a directory; use -r (--recursive) for the files in it and below, "
+        "or name the files"
+    )
 
 
 def test_missing_path_among_good_ones_exits_4(gb_cli) -> None:
