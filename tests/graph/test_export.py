@@ -29,7 +29,7 @@ ODD = "Hugo Silva visits Porto \x01\x1b with <b>&amp;</b> \"Q\" 'q' \x0c since 2
 
 
 @pytest.fixture
-def graph(gb_cli, online) -> dict[str, Any]:
+def graph(gb_cli, backend, online) -> dict[str, Any]:
     """The texts of test_facts remembered newest first (so older facts are stored closed),
     and one odd text; what gb stats and gb facts --all say of them."""
     names = [*DOCS, "odd.txt"]
@@ -244,6 +244,7 @@ def test_a_failed_export_leaves_the_old_file_whole(gb_cli, graph, monkeypatch) -
     assert [p.name for p in Path.cwd().iterdir() if p.name.endswith(".tmp")] == []
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # the file itself
 def test_batches_and_one_read_give_the_same_export(gb_cli, graph) -> None:
     conn = open_db(DB, create=False)
     try:
@@ -311,6 +312,7 @@ def test_any_text_gives_a_graphml_that_parses_and_jsonl_lines(text: str) -> None
     assert records[2]["fact"] == records[0]["name"] == text
 
 
+@pytest.mark.parametrize("backend", ["sqlite"], indirect=True)  # the file itself
 def test_an_export_never_replaces_the_database(gb_cli, graph) -> None:
     before = Path(DB).read_bytes()
     for args in (["-o", DB], ["--format", "graphml", "-o", DB]):

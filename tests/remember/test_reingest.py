@@ -88,7 +88,7 @@ def hundred_chunks() -> list[str]:
     return paragraphs
 
 
-def test_a_one_paragraph_edit_re_extracts_only_its_chunks(gb_cli, online) -> None:
+def test_a_one_paragraph_edit_re_extracts_only_its_chunks(gb_cli, backend, online) -> None:
     paragraphs = hundred_chunks()
     path = write("report.txt", "\n\n".join(paragraphs))
     first = remember_json(gb_cli, str(path))
@@ -135,7 +135,7 @@ def test_a_one_paragraph_edit_re_extracts_only_its_chunks(gb_cli, online) -> Non
     assert json.loads(hit.splitlines()[0])["source"] == absolute("report.txt")
 
 
-def test_facts_only_the_removed_paragraph_stated_expire(gb_cli, online) -> None:
+def test_facts_only_the_removed_paragraph_stated_expire(gb_cli, backend, online) -> None:
     paragraphs = hundred_chunks()
     path = write("report.txt", "\n\n".join(paragraphs))
     remember_json(gb_cli, str(path))
@@ -173,7 +173,7 @@ def markdown(sections: dict[str, list[str]]) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def test_markdown_editing_one_section_re_extracts_only_its_chunks(gb_cli, online) -> None:
+def test_markdown_editing_one_section_re_extracts_only_its_chunks(gb_cli, backend, online) -> None:
     sections = {f"Region {i}": story(300 + i, paragraphs=3).split("\n\n")[1:] for i in range(8)}
     path = write("reports.md", markdown(sections))
     first = remember_json(gb_cli, str(path))
@@ -230,7 +230,9 @@ def test_a_file_edited_offline_keeps_its_unchanged_chunks_whole(gb_cli, online, 
     assert_database_sound()
 
 
-def test_a_diff_killed_halfway_is_completed_by_the_next_run(gb_cli, server, monkeypatch) -> None:
+def test_a_diff_killed_halfway_is_completed_by_the_next_run(
+    gb_cli, server, backend, monkeypatch
+) -> None:
     configure(monkeypatch, server)  # for gb here (chunk-preview, facts) and the processes
     env = dict(os.environ)
     gb_command = [sys.executable, "-m", "gligabao", "remember", "report.txt", "--json"]
@@ -269,7 +271,7 @@ def test_a_diff_killed_halfway_is_completed_by_the_next_run(gb_cli, server, monk
 
 
 def test_prune_expires_the_facts_of_a_deleted_file_and_without_it_it_is_reported(
-    gb_cli, online
+    gb_cli, backend, online
 ) -> None:
     write("docs/kept.txt", story(21, paragraphs=3))
     gone = write("docs/gone.txt", f"{story(22, paragraphs=3)}\n{TWICE}\n")

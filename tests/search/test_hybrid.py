@@ -145,7 +145,7 @@ def test_library_hits_point_at_lines_and_map_summaries_to_their_chunk(tmp_path: 
 # ------------------------------------------------------------------ gb search on a corpus
 
 
-def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, online, corpus) -> None:
+def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, backend, online, corpus) -> None:
     assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
 
     # BM25: a phrase only the MPL has.
@@ -179,7 +179,7 @@ def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, online, corpu
         assert hit["line_start"] == before and hit["line_end"] >= hit["line_start"]
 
 
-def test_default_output_shows_path_lines_and_score(gb_cli, online, corpus) -> None:
+def test_default_output_shows_path_lines_and_score(gb_cli, backend, online, corpus) -> None:
     assert gb_cli("remember", corpus[0], "--quiet").exit_code == 0
     result = gb_cli("search", "Grant of Patent License", "-k", "3")
     assert result.exit_code == 0, result.stderr
@@ -361,7 +361,9 @@ def test_hybrid_is_the_weighted_sum_of_each_method_s_spread_scores(
     )
 
 
-def test_a_failing_query_embedding_is_named_and_bm25_answers(gb_cli, online, monkeypatch) -> None:
+def test_a_failing_query_embedding_is_named_and_bm25_answers(
+    gb_cli, backend, online, monkeypatch
+) -> None:
     Path("notes.txt").write_text("The heron waits by the river. " * 40)
     assert gb_cli("remember", "notes.txt", "--quiet").exit_code == 0
     monkeypatch.setenv("GB_LLM_MAX_RETRIES", "0")

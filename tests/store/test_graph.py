@@ -75,16 +75,11 @@ def indexed(conn, table: str, row_id: int) -> int:
     return any_fts.indexed_rows(conn, table, [row_id])
 
 
-def sqlite_only(conn) -> None:
-    if conn.dialect != "sqlite":
-        pytest.skip("SQLite's own tables: PostgreSQL's are checked in test_pg_vectors.py")
-
-
 # --- vectors ------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("conn", ["sqlite"], indirect=True)  # SQLite's own tables
 def test_vector_table_names_and_columns(conn, ds: int) -> None:
-    sqlite_only(conn)
     for index in vectors.INDEXES:
         name = f"dataset-{ds}-{index}"
         assert sqlite_vectors.table_name(ds, index) == name
@@ -105,8 +100,8 @@ def test_vector_table_names_and_columns(conn, ds: int) -> None:
         sqlite_vectors.table_name(ds, 'x"; DROP TABLE gb_artifacts; --')
 
 
+@pytest.mark.parametrize("conn", ["sqlite"], indirect=True)  # SQLite's own tables
 def test_upsert_twice_leaves_one_row_and_knn_finds_nearest(conn, ds: int) -> None:
-    sqlite_only(conn)
     table = f'"dataset-{ds}-chunks"'
     vectors.upsert_vectors(conn, ds, "chunks", [vectors.chunk_row(1, 9, 0, [1, 0, 0, 0])])
     vectors.upsert_vectors(conn, ds, "chunks", [vectors.chunk_row(1, 9, 5, [0, 1, 0, 0])])
@@ -132,8 +127,8 @@ def test_upsert_twice_leaves_one_row_and_knn_finds_nearest(conn, ds: int) -> Non
     assert count(conn, f"SELECT count(*) FROM {table}") == 3
 
 
+@pytest.mark.parametrize("conn", ["sqlite"], indirect=True)  # SQLite's own tables
 def test_vector_rows_are_checked(conn, ds: int) -> None:
-    sqlite_only(conn)
     with pytest.raises(ValueError, match="dimensions"):
         vectors.upsert_vectors(conn, ds, "entities", [vectors.entity_row(1, [1.0, 2.0])])
     with pytest.raises(ValueError, match="does not belong"):
@@ -440,6 +435,7 @@ def test_fts_candidates_take_any_text(conn, ds: int, hostile: str) -> None:
     assert [h["artifact_id"] for h in hits] == ([doc] if HOSTILE_FTS[hostile] else [])
 
 
+@pytest.mark.parametrize("conn", ["sqlite"], indirect=True)  # SQLite's own tables
 def test_words_in_half_the_rows_are_searched_for_only_when_the_others_run_short(
     conn, ds: int
 ) -> None:
@@ -447,7 +443,6 @@ def test_words_in_half_the_rows_are_searched_for_only_when_the_others_run_short(
     other words are ranked without scoring every row it is in: the same hits in the same
     order as FTS5's own ranking of every word, and past those the rows holding only the
     common word, as FTS5 ranks them."""
-    sqlite_only(conn)
     docs = []
     for i in range(10):
         # "the" in every row; "harbour" in three, as often as their rank, lengths apart.
@@ -570,8 +565,8 @@ def test_forget_refuses_one_chunk_and_keeps_everything(conn, ds: int) -> None:
     assert_vectors_consistent(conn, ds)
 
 
+@pytest.mark.parametrize("conn", ["sqlite"], indirect=True)  # SQLite's own tables
 def test_forget_is_one_transaction(conn, ds: int) -> None:
-    sqlite_only(conn)
     a = store_doc_a(conn, ds)
     held = [s.held for s in vectors.vec_stats(conn, ds)]
     # A real failure halfway: SQLite refuses to delete an entity.
