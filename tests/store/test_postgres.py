@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from urllib.parse import urlsplit
 
 import pytest
 
 from gligabao.store import DatabaseError, NoDatabase, datasets, db, open_db
 from gligabao.store.postgres import migrations
 from gligabao.store.postgres.connect import safe_db_url
+from tests.support.helpers import configure, gb, story, write
 
 
 def test_a_url_opens_a_migrated_schema(pg_url: str) -> None:
@@ -57,3 +59,22 @@ def test_other_urls_are_refused_not_made_files(tmp_path) -> None:
     with pytest.raises(DatabaseError, match="not a database gb can open"):
         open_db("mysql://u:secret@h/db")
     assert list(tmp_path.iterdir()) == []  # no ./mysql:/ folder
+
+
+def test_reading_commands_read_a_server_that_takes_no_writes(
+    gb_cli, server, monkeypatch, pg_url, postgres
+) -> None:
+    """A read replica takes no writes at all: search, facts and list read it; remember
+    says in one line that it cannot write there."""
+    configure(monkeypatch, server, GB_DB=pg_url)
+    write("a.txt", story(5, paragraphs=2))
+    gb(gb_cli, "remember", "a.txt", "--quiet")
+    name = urlsplit(pg_url).path.lstrip("/")
+    postgres.admin(f"ALTER DATABASE {name} SET default_transaction_read_only = on")
+
+    assert gb(gb_cli, "search", "report", "--json").stdout
+    assert gb(gb_cli, "list", "--json").stdout
+    gb(gb_cli, "facts", "--json")
+    write("b.txt", story(6, paragraphs=2))
+    refused = gb(gb_cli, "remember", "b.txt", code=6)
+    assert "reads only" in refused.stderr and len(refused.stderr.splitlines()) == 1

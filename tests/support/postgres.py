@@ -30,8 +30,8 @@ class PostgresServer:
                 folder / "pgdata", cleanup_mode="delete"
             )
         self._numbers = itertools.count(1)
-        self._admin("DROP DATABASE IF EXISTS " + TEMPLATE)
-        self._admin("CREATE DATABASE " + TEMPLATE)
+        self.admin("DROP DATABASE IF EXISTS " + TEMPLATE)
+        self.admin("CREATE DATABASE " + TEMPLATE)
         from gligabao.store.postgres.connect import open_pg
 
         open_pg(self.url(TEMPLATE)).close()  # the schema, migrated once
@@ -39,7 +39,8 @@ class PostgresServer:
     def url(self, database: str = "postgres") -> str:
         return str(self._server.get_uri(database))
 
-    def _admin(self, sql: str) -> None:
+    def admin(self, sql: str) -> None:
+        """Run `sql` as the server's superuser, outside any test database."""
         import psycopg
 
         with psycopg.connect(self.url(), autocommit=True) as conn:
@@ -48,11 +49,11 @@ class PostgresServer:
     def new_database(self) -> str:
         """A database of its own with gb's schema in it; its URL."""
         name = f"gb_test_{next(self._numbers)}"
-        self._admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+        self.admin(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
         return name
 
     def drop(self, name: str) -> None:
-        self._admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        self.admin(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
     def stop(self) -> None:
         self._server.cleanup()

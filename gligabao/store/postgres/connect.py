@@ -315,9 +315,13 @@ def open_pg(
             ).fetchone()
             if not exists and not create:
                 raise NoDatabase(conn.path, f" (no schema {schema} in it)")
-            if not read_only:
+            # A reading command writes nothing it need not: it can read a replica, which
+            # takes no writes at all (the schema is there, and up to date, or it says so).
+            if create and not read_only:
                 _prepare(conn, schema)
             raw.execute(f"SET search_path TO {_search_path(conn, schema)}")
+            if not create and migrations.schema_version(conn) == 0:
+                raise NoDatabase(conn.path, f" (schema {schema} holds no gligabao tables)")
             if read_only:
                 raw.execute("SET default_transaction_read_only = on")
                 _check_schema(conn)
