@@ -8,8 +8,9 @@ from typing import Any
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one
 from gligabao.store.facts import current
+from gligabao.store.vector_rows import KIND
 
-__all__ = ["Stats", "VecIndexStats", "stats", "unpriced_by_model"]
+__all__ = ["Stats", "VecIndexStats", "stats", "unpriced_by_model", "vec_index_stats"]
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,57 @@ class VecIndexStats:
     missing: int
     orphans: int
     vectors: int = 0
+
+
+# Artifacts whose embedding is deferred: marked 'embed' in pending, or below one that is.
+_PENDING = """
+WITH RECURSIVE pend(id) AS (
+    SELECT id FROM gb_artifacts
+    WHERE dataset_id = :d AND ' ' || pending || ' ' LIKE '% embed %'
+    UNION SELECT a.id FROM gb_artifacts a JOIN pend ON a.parent_id = pend.id
+)
+"""
+
+# Per index: the rows that should have a vector (`id`, and `pend` when deferred).
+_SHOULD = {
+    "entities": """SELECT e.id, EXISTS (SELECT 1 FROM gb_entity_artifacts l
+                       WHERE l.entity_id = e.id AND l.artifact_id IN (SELECT id FROM pend))
+                       AS pend
+                   FROM gb_entities e WHERE e.dataset_id = :d""",
+    "edges": """SELECT e.id, EXISTS (SELECT 1 FROM gb_edge_artifacts l
+                    WHERE l.edge_id = e.id AND l.artifact_id IN (SELECT id FROM pend)) AS pend
+                FROM gb_edges e WHERE e.dataset_id = :d""",
+    "chunks": """SELECT a.id, a.id IN (SELECT id FROM pend) AS pend FROM gb_artifacts a
+                 WHERE a.dataset_id = :d AND (a.chunk_index IS NOT NULL
+                       OR (a.parent_id IS NULL AND a.chunk_count = 0))""",
+    "summaries": """SELECT a.id, a.id IN (SELECT id FROM pend) AS pend FROM gb_artifacts a
+                    WHERE a.dataset_id = :d AND a.kind = 'chunk_summary'""",
+}
+
+
+def vec_index_stats(
+    conn: Connection, dataset_id: int, index_name: str, table: str, owned: str | None
+) -> VecIndexStats:
+    """What one vector index holds against what it should: `owned` is the database's
+    SELECT of each vector's row id (`oid`) from `table`, None where there is no table."""
+    should = f"{_PENDING}, should AS MATERIALIZED ({_SHOULD[index_name]})"
+    if owned is not None:
+        sql = f"""{should}, owned AS MATERIALIZED ({owned})
+            SELECT (SELECT count(*) FROM should WHERE id IN (SELECT oid FROM owned)) AS held,
+                   (SELECT count(*) FROM owned) AS vectors,
+                   (SELECT count(*) FROM should) AS should,
+                   (SELECT count(*) FROM should
+                     WHERE pend AND id NOT IN (SELECT oid FROM owned)) AS pending,
+                   (SELECT count(*) FROM should
+                     WHERE NOT pend AND id NOT IN (SELECT oid FROM owned)) AS missing,
+                   (SELECT count(*) FROM owned
+                     WHERE oid NOT IN (SELECT id FROM should)) AS orphans"""
+    else:
+        sql = f"""{should}
+            SELECT 0 AS held, count(*) AS should,
+                   coalesce(sum(CASE WHEN pend THEN 1 ELSE 0 END), 0) AS pending,
+                   coalesce(sum(CASE WHEN pend THEN 0 ELSE 1 END), 0) AS missing,
+                   0 AS orphans FROM should"""
+    prefix = KIND[index_name] + "-"
+    row = query(conn, sql, {"d": dataset_id, "p": prefix})[0]
+    return VecIndexStats(index=index_name, table=table, exists=owned is not None, **row)

@@ -464,62 +464,21 @@ def _larger_than(conn: Connection, name: str, clauses: str, params: Mapping[str,
     )
 
 
-# Artifacts whose embedding is deferred: marked 'embed' in pending, or below one that is.
-_PENDING = """
-WITH RECURSIVE pend(id) AS (
-    SELECT id FROM gb_artifacts
-    WHERE dataset_id = :d AND strpos(' ' || pending || ' ', ' embed ') > 0
-    UNION SELECT a.id FROM gb_artifacts a JOIN pend ON a.parent_id = pend.id
-)
-"""
-
-# Per index: the rows that should have a vector (`id`, and `pend` when deferred).
-_SHOULD = {
-    "entities": """SELECT e.id, EXISTS (SELECT 1 FROM gb_entity_artifacts l
-                       WHERE l.entity_id = e.id AND l.artifact_id IN (SELECT id FROM pend))
-                       AS pend
-                   FROM gb_entities e WHERE e.dataset_id = :d""",
-    "edges": """SELECT e.id, EXISTS (SELECT 1 FROM gb_edge_artifacts l
-                    WHERE l.edge_id = e.id AND l.artifact_id IN (SELECT id FROM pend)) AS pend
-                FROM gb_edges e WHERE e.dataset_id = :d""",
-    "chunks": """SELECT a.id, a.id IN (SELECT id FROM pend) AS pend FROM gb_artifacts a
-                 WHERE a.dataset_id = :d AND (a.chunk_index IS NOT NULL
-                       OR (a.parent_id IS NULL AND a.chunk_count = 0))""",
-    "summaries": """SELECT a.id, a.id IN (SELECT id FROM pend) AS pend FROM gb_artifacts a
-                    WHERE a.dataset_id = :d AND a.kind = 'chunk_summary'""",
-}
-
-
 def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     """For each of the dataset's four indexes, what it holds and should hold."""
-    from gligabao.store.stats import VecIndexStats
+    from gligabao.store.stats import vec_index_stats
 
     out = []
     for index_name in INDEXES:
         name = table_name(dataset_id, index_name)
-        exists = _exists(conn, name)
-        should_sql = f"{_PENDING}, should AS MATERIALIZED ({_SHOULD[index_name]})"
-        if exists:
-            # Each vector's row id: `12` of a chunk's piece `chunk-12.3` too.
-            sql = f"""{should_sql}, owned AS MATERIALIZED (
-                    SELECT CAST(split_part(substr(vector_id, length(:p) + 1), '.', 1)
-                                AS BIGINT) AS oid
-                    FROM {name})
-                SELECT (SELECT count(*) FROM should WHERE id IN (SELECT oid FROM owned)) AS held,
-                       (SELECT count(*) FROM owned) AS vectors,
-                       (SELECT count(*) FROM should) AS should,
-                       (SELECT count(*) FROM should
-                         WHERE pend AND id NOT IN (SELECT oid FROM owned)) AS pending,
-                       (SELECT count(*) FROM should
-                         WHERE NOT pend AND id NOT IN (SELECT oid FROM owned)) AS missing,
-                       (SELECT count(*) FROM owned
-                         WHERE oid NOT IN (SELECT id FROM should)) AS orphans"""
-        else:
-            sql = f"""{should_sql}
-                SELECT 0 AS held, count(*) AS should, count(*) FILTER (WHERE pend) AS pending,
-                       count(*) FILTER (WHERE NOT pend) AS missing, 0 AS orphans FROM should"""
-        r = query(conn, sql, {"d": dataset_id, "p": KIND[index_name] + "-"})[0]
-        out.append(VecIndexStats(index=index_name, table=name, exists=exists, **r))
+        # Each vector's row id: `12` of a chunk's piece `chunk-12.3` too.
+        owned = (
+            "SELECT CAST(split_part(substr(vector_id, length(:p) + 1), '.', 1) AS BIGINT) "
+            f"AS oid FROM {name}"
+            if _exists(conn, name)
+            else None
+        )
+        out.append(vec_index_stats(conn, dataset_id, index_name, name, owned))
     return out
 
 

@@ -518,62 +518,22 @@ def _oversampled(conn: Connection, dataset_id: int, index_name: str, k: int) -> 
     return over if big else 0
 
 
-# Artifacts whose embedding is deferred: marked 'embed' in pending, or below one that is.
-_PENDING = """
-WITH RECURSIVE pend(id) AS (
-    SELECT id FROM gb_artifacts
-    WHERE dataset_id = :d AND instr(' ' || pending || ' ', ' embed ') > 0
-    UNION SELECT a.id FROM gb_artifacts a JOIN pend ON a.parent_id = pend.id
-)
-"""
-
-# Per index: the rows that should have a vector (`id`, and `pend` = 1 when deferred).
-_SHOULD = {
-    "entities": """SELECT e.id, EXISTS (SELECT 1 FROM gb_entity_artifacts l
-                       WHERE l.entity_id = e.id AND l.artifact_id IN pend) AS pend
-                   FROM gb_entities e WHERE e.dataset_id = :d""",
-    "edges": """SELECT e.id, EXISTS (SELECT 1 FROM gb_edge_artifacts l
-                    WHERE l.edge_id = e.id AND l.artifact_id IN pend) AS pend
-                FROM gb_edges e WHERE e.dataset_id = :d""",
-    "chunks": """SELECT a.id, a.id IN pend AS pend FROM gb_artifacts a
-                 WHERE a.dataset_id = :d AND (a.chunk_index IS NOT NULL
-                       OR (a.parent_id IS NULL AND a.chunk_count = 0))""",
-    "summaries": """SELECT a.id, a.id IN pend AS pend FROM gb_artifacts a
-                    WHERE a.dataset_id = :d AND a.kind = 'chunk_summary'""",
-}
-
-
 def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     """For each of the dataset's four indexes, what it holds and should hold."""
     # Here, not at the top: a search, which imports this module, never counts.
-    from gligabao.store.stats import VecIndexStats
+    from gligabao.store.stats import vec_index_stats
 
     out = []
     for index_name in INDEXES:
         name = table_name(dataset_id, index_name)
-        exists = table_exists(conn, name)
-        prefix = KIND[index_name] + "-"
-        should_sql = f"{_PENDING}, should AS ({_SHOULD[index_name]})"
-        if exists:
-            # Each vector's row id: CAST reads `12` of a chunk's piece `chunk-12.3` too.
-            sql = f"""{should_sql}, owned AS MATERIALIZED (
-                    SELECT CAST(substr(vector_id, length(:p) + 1) AS INTEGER) AS oid
-                    FROM {_quoted(dataset_id, index_name)})
-                SELECT (SELECT count(*) FROM should WHERE id IN (SELECT oid FROM owned)) AS held,
-                       (SELECT count(*) FROM owned) AS vectors,
-                       (SELECT count(*) FROM should) AS should,
-                       (SELECT count(*) FROM should
-                         WHERE pend AND id NOT IN (SELECT oid FROM owned)) AS pending,
-                       (SELECT count(*) FROM should
-                         WHERE NOT pend AND id NOT IN (SELECT oid FROM owned)) AS missing,
-                       (SELECT count(*) FROM owned
-                         WHERE oid NOT IN (SELECT id FROM should)) AS orphans"""
-        else:
-            sql = f"""{should_sql}
-                SELECT 0 AS held, count(*) AS should, coalesce(sum(pend), 0) AS pending,
-                       coalesce(sum(NOT pend), 0) AS missing, 0 AS orphans FROM should"""
-        r = query(conn, sql, {"d": dataset_id, "p": prefix})[0]
-        out.append(VecIndexStats(index=index_name, table=name, exists=exists, **r))
+        # Each vector's row id: CAST reads `12` of a chunk's piece `chunk-12.3` too.
+        owned = (
+            f"SELECT CAST(substr(vector_id, length(:p) + 1) AS INTEGER) AS oid "
+            f"FROM {_quoted(dataset_id, index_name)}"
+            if table_exists(conn, name)
+            else None
+        )
+        out.append(vec_index_stats(conn, dataset_id, index_name, name, owned))
     return out
 
 
