@@ -67,6 +67,8 @@ class Server:
             with running:
                 return work()
 
+        outcome: list[T] = []
+        failed: list[BaseException] = []
         async with anyio.create_task_group() as group:
 
             async def watch() -> None:
@@ -75,9 +77,16 @@ class Server:
                 running.interrupt()
 
             group.start_soon(watch)
-            result = await anyio.to_thread.run_sync(run, limiter=self.writes)
+            try:  # kept out of the group, which would wrap it in an ExceptionGroup
+                outcome.append(await anyio.to_thread.run_sync(run, limiter=self.writes))
+            except BaseException as exc:
+                failed.append(exc)
             group.cancel_scope.cancel()
-        return result
+        if failed and isinstance(failed[0], KeyboardInterrupt):
+            raise Refusal(499, "client_gone", "the client went away: stopped")
+        if failed:
+            raise failed[0]
+        return outcome[0]
 
     def failure(self, exc: BaseException) -> JSONResponse:
         """The JSON answer of an error, keys and the token masked."""

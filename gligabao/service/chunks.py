@@ -11,7 +11,7 @@ from gligabao.config import Config
 from gligabao.read.files import STDIN, decode
 from gligabao.read.sources import Source
 from gligabao.remember.cut import cut_source
-from gligabao.remember.status import layout, still_to_do
+from gligabao.remember.status import layout
 from gligabao.store import Connection, artifacts
 from gligabao.store.errors import NotFound
 
@@ -50,7 +50,7 @@ def stored_chunks(
 def _in_sync(config: Config, conn: Connection, document: dict[str, Any]) -> bool:
     """Whether a plain text's stored chunks are its cut now; a read document (a PDF, a
     chat) is cut from its file, which the server does not read: judged by its state."""
-    if document["status"] != "complete" or still_to_do(document):
+    if document["status"] != "complete":  # stages pending, or superseded
         return False
     if document.get("locations"):
         return True
