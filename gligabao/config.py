@@ -183,6 +183,22 @@ class Config:
     def reasoning_for(self, stage: str) -> str:
         return self.values.get(f"reasoning.{stage}", "none")
 
+    def overridden(self, values: Mapping[str, Any], origin: str) -> Config:
+        """This configuration with `values` (by key) in place, each checked as a flag is
+        and said to come from `origin` (a request of `gb serve`): a value that cannot
+        work is a UsageError naming it."""
+        known = {s.key: s for s in SETTINGS}
+        changed, sources = dict(self.values), dict(self.sources)
+        for key, raw in values.items():
+            if key not in known:
+                raise UsageError(f"{key} is not a setting")
+            try:
+                changed[key] = _coerce(known[key], raw, origin)
+            except ConfigError as exc:
+                raise UsageError(str(exc)) from None
+            sources[key] = origin
+        return Config(changed, sources, self.prices, self.path, self.warnings)
+
     def dataset_named(self) -> str | None:
         """The dataset --dataset, GB_DATASET or the config file names; None when only the
         default applies (`gb list` and `gb stats` then cover every dataset)."""

@@ -31,6 +31,7 @@ COMMANDS = {
     "chunk-preview": "chunking",
     "config": "chunking",
     "mcp": "mcp",
+    "serve": "serve",
 }
 
 

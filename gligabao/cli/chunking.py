@@ -85,11 +85,7 @@ def chunk_preview(
             continue
         shown.append(preview)
         if as_json:
-            render.json_line(
-                render.chunk_preview_json(
-                    preview.shown, preview.cut, preview.situating, preview.locations
-                )
-            )
+            render.json_line(preview.as_json())
         else:
             render.chunk_preview_table(preview.shown, preview.cut, preview.settings)
     if not as_json and (recursive or len(shown) > 1):

@@ -125,47 +125,6 @@ def where(locations: Mapping[str, Any] | None) -> str:
     return cite_described("", locations or {}).strip()
 
 
-def chunk_preview_json(
-    source: str,
-    cut: Cut,
-    situating: Mapping[int, str] | None = None,
-    document: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """`context` is the cut's own (section path, class line, table header); a chunk whose
-    stored Contextual Retrieval context is in `situating` (by index) also gets
-    `situating_context`, the key `gb show --json` gives it. A read document (PDF, HTML,
-    chat) has its `document` (kind, name, locations) and each chunk its `pages` or
-    `messages`."""
-    situating = situating or {}
-    return {
-        "source": source,
-        **({"document": dict(document)} if document else {}),
-        "tokens": cut.tokens,
-        "chunked": cut.chunked,
-        "chunk_count": len(cut.chunks),
-        "chunks": [
-            {
-                "index": c.index,
-                "start_offset": c.start_offset,
-                "end_offset": c.end_offset,
-                "tokens": c.tokens,
-                "overlap_tokens": c.overlap_tokens,
-                "section": c.section,
-                "anchor": c.anchor,
-                "context": c.context,
-                **(c.locations or {}),
-                "text": c.text,
-                **(
-                    {"situating_context": situating[c.index]}
-                    if situating.get(c.index) is not None
-                    else {}
-                ),
-            }
-            for c in cut.chunks
-        ],
-    }
-
-
 def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
     sizing = (
         f"chunk size {settings.chunk_size}, overlap {settings.overlap_percent}%, "

@@ -79,7 +79,7 @@ def sync_status(
         said = " ".join(owed) or "chunks"
         return SyncStatus(source.label, INCOMPLETE, doc_id, f"still to do: {said}")
     stored = artifacts.chunk_layout(conn, doc_id)
-    current = _layout(cut_source(source, settings))
+    current = layout(cut_source(source, settings))
     if stored != current:
         return SyncStatus(
             source.label,
@@ -156,7 +156,7 @@ def remembered_document(
     return artifacts.find_by_source(conn, dataset_id, source.stored_source())
 
 
-def _layout(result: Cut) -> list[dict[str, Any]]:
+def layout(result: Cut) -> list[dict[str, Any]]:
     """What identifies each chunk of a cut, as the store keeps it."""
     return [
         {
@@ -182,7 +182,7 @@ def chunk_contexts(
     document = remembered_document(conn, source, dataset_id)
     if document is None or document["content_sha256"] != source.sha256:
         return {}
-    if artifacts.chunk_layout(conn, document["id"]) != _layout(result):
+    if artifacts.chunk_layout(conn, document["id"]) != layout(result):
         return {}
     return artifacts.chunk_contexts(conn, document["id"])
 

@@ -428,6 +428,31 @@ class Memory:
         inference_id = self._args.stored_id("inference_id", inference_id, "inference")
         return records.inference(self._store(), inference_id)
 
+    def preview_text(self, text: str, *, name: str | None = None) -> Preview:
+        """How a text would be cut, nothing stored (as `gb chunk-preview -` cuts standard
+        input), shown as `name`, else `-`."""
+        from gligabao.service.preview import preview_text
+
+        return preview_text(self.config, text, name)
+
+    @_one_at_a_time
+    def stored_chunks(self, document_id: int, *, dataset: str | None = None) -> dict[str, Any]:
+        """A document's stored chunks (offsets, tokens, section, text, summary) and
+        `in_sync`: whether they are what its text and the current settings cut now."""
+        from gligabao.service.chunks import stored_chunks
+
+        conn, found = self._dataset(dataset)
+        document_id = self._args.stored_id("document_id", document_id, "artifact")
+        return stored_chunks(self.config, conn, document_id, found.id)
+
+    @property
+    def offline(self) -> bool:
+        """Whether no chat endpoint is configured: a remember then stores its texts with
+        the graph and summaries pending."""
+        from gligabao.llm.endpoint import Endpoints
+
+        return not Endpoints.from_config(self.config).chat_available
+
     def preview(
         self,
         paths: Sequence[str],

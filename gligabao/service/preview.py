@@ -6,7 +6,7 @@ remember -r walks them (read/discovery.py), what is skipped said the same way.""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,7 +17,7 @@ from gligabao.read.files import FOLDER_WALKED
 from gligabao.read.sources import Source, read_sources
 from gligabao.remember.cut import cut_source
 
-__all__ = ["Preview", "inputs", "previews"]
+__all__ = ["Preview", "inputs", "preview_json", "preview_text", "previews"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,65 @@ class Preview:
     settings: ChunkSettings
     locations: dict[str, Any] | None  # a PDF's pages, a chat's messages
     situating: dict[int, str] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        """What `gb chunk-preview --json` prints (and `gb serve` answers) for it."""
+        return preview_json(self.shown, self.cut, self.situating, self.locations)
+
+
+def preview_json(
+    source: str,
+    cut: Cut,
+    situating: Mapping[int, str] | None = None,
+    document: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """`context` is the cut's own (section path, class line, table header); a chunk whose
+    stored Contextual Retrieval context is in `situating` (by index) also gets
+    `situating_context`, the key `gb show --json` gives it. A read document (PDF, HTML,
+    chat) has its `document` (kind, name, locations) and each chunk its `pages` or
+    `messages`."""
+    situating = situating or {}
+    return {
+        "source": source,
+        **({"document": dict(document)} if document else {}),
+        "tokens": cut.tokens,
+        "chunked": cut.chunked,
+        "chunk_count": len(cut.chunks),
+        "chunks": [
+            {
+                "index": c.index,
+                "start_offset": c.start_offset,
+                "end_offset": c.end_offset,
+                "tokens": c.tokens,
+                "overlap_tokens": c.overlap_tokens,
+                "section": c.section,
+                "anchor": c.anchor,
+                "context": c.context,
+                **(c.locations or {}),
+                "text": c.text,
+                **(
+                    {"situating_context": situating[c.index]}
+                    if situating.get(c.index) is not None
+                    else {}
+                ),
+            }
+            for c in cut.chunks
+        ],
+    }
+
+
+def preview_text(config: Config, text: str, name: str | None) -> Preview:
+    """How a text would be cut as `gb chunk-preview -` cuts standard input (shown as
+    `name`, else `-`), nothing stored."""
+    from gligabao.errors import UsageError
+    from gligabao.read.files import STDIN, decode
+
+    if not isinstance(text, str):
+        raise UsageError(f"the text to preview must be a str, not {type(text).__name__}")
+    settings = config.chunk_settings()
+    data = text.encode("utf-8", "surrogatepass")
+    source = Source(STDIN, data, decode(name or STDIN, data), stored_as=name)
+    return Preview(name or STDIN, cut_source(source, settings), settings, None)
 
 
 def inputs(
