@@ -558,6 +558,7 @@ def run_size(n: int, args, server, folder: str, base_url: str) -> dict:
     if not args.no_rebuild:
         print(f"postgres: REINDEX of the chunks' HNSW index ({_load()}) ...")
         out["hnsw"] = pg_rebuild_hnsw(targets["postgres"])
+        out["hnsw"]["recall"] = recall(targets["postgres"], CHUNKS, vectors)
         print(f"  {out['hnsw']}", flush=True)
     out["load_end"] = _load()
     if not args.keep:
@@ -641,6 +642,8 @@ def report(results: list[dict], settings: dict[str, str]) -> None:
                 "  REINDEX after load, s / MiB",
                 ("-", f"{h['seconds']:.1f} / {h['rebuilt'] / 2**20:,.1f}"),
             )
+            row("  recall@20 after REINDEX", ("-", f"{h['recall']['at20']:.3f}"))
+            row("    worst query", ("-", f"{h['recall']['min']:.2f}"))
         print(
             "PostgreSQL's largest relations (with TOAST and indexes), MiB: "
             + ", ".join(
