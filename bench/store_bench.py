@@ -10,9 +10,10 @@ search_bench.py and graph_bench.py do, with their generators (imported, not copi
   document in a transaction, then each chunk with its vector in a transaction of its own
   (remember/write.py, Writer.store), the keyword and vector indexes in place while
   loading (PostgreSQL's HNSW index is built as the rows come).
-- a graph in a second dataset: `--entities` entities and `--facts` facts (default N/5
-  and N) from graph_bench's word lists and relations, 20% of the facts closed by later
-  ones (`graph.settle_in_time`), each fact's sentence in a chunk with its evidence, every
+- a graph in a second dataset: `--entities` entities and `--facts` facts (default N/25
+  and N/5: PostgreSQL builds it ~80 times slower than SQLite, ~5 min for 20,000 facts)
+  from graph_bench's word lists and relations, 20% of the facts closed by later ones
+  (`graph.settle_in_time`), each fact's sentence in a chunk with its evidence, every
   entity and fact with a random 384-dimension vector.
 
 Then, with the tests' OpenAI-compatible server (tests/support/llm_server.py) on
@@ -45,7 +46,7 @@ Run from the repository root::
 
     . .venv/bin/activate
     python bench/store_bench.py --sizes 2000                 # a quick look (~2 min)
-    python bench/store_bench.py                              # 100,000 chunks (~30 min)
+    python bench/store_bench.py                              # 100,000 chunks (~35 min)
     python bench/store_bench.py --sizes 2000 --concurrency   # the load check
 """
 
@@ -516,8 +517,8 @@ def run_size(n: int, args, server, folder: str, base_url: str) -> dict:
         "sqlite": fresh_sqlite(os.path.join(folder, f"store-{n}.db")),
         "postgres": fresh_pg(server, f"gb_store_bench_{n}"),
     }
-    n_facts = args.facts if args.facts is not None else n
-    n_entities = args.entities if args.entities is not None else max(100, n // 5)
+    n_facts = args.facts if args.facts is not None else n // 5
+    n_entities = args.entities if args.entities is not None else max(100, n // 25)
     out: dict = {"n": n, "facts": n_facts, "entities": n_entities, "load": {}}
     for b, target in targets.items():
         print(f"{b}: {n:,} chunks, {DIMENSIONS}-d, a transaction per chunk ({_load()}) ...")
@@ -819,8 +820,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", default="100000", help="chunk counts, comma-separated")
     parser.add_argument("--queries", type=int, default=60, help="timed queries per method")
-    parser.add_argument("--facts", type=int, help="facts in the graph (default: the size)")
-    parser.add_argument("--entities", type=int, help="entities (default: a fifth of the size)")
+    parser.add_argument(
+        "--facts", type=int, help="facts in the graph (default: a fifth of the size)"
+    )
+    parser.add_argument("--entities", type=int, help="entities (default: a 25th of the size)")
     parser.add_argument("--real", help="folder with facts.npy and queries.npy: real vectors")
     parser.add_argument("--pgdata", default="/tmp/benchpg/pgdata", help="PostgreSQL data folder")
     parser.add_argument("--keep", action="store_true", help="keep the databases and the server")
