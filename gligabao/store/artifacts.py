@@ -288,7 +288,17 @@ def insert_chunk(
     ``locations`` (a PDF's pages, a chat's messages) in the ``locations`` column only,
     never in the indexed text."""
     with transaction(conn):
-        doc = _require(conn, document_id)
+        # What a chunk takes from its document, not the document's whole text: read once
+        # a chunk, that was the document's size again for every chunk stored.
+        doc = _row(
+            conn,
+            """SELECT dataset_id, kind, session_id, valid_at, created_at, parent_id,
+                      reference_time, mode
+               FROM gb_artifacts WHERE id = ?""",
+            (document_id,),
+        )
+        if doc is None:
+            raise NotFound(f"no artifact with id {document_id}")
         if doc["parent_id"] is not None:
             raise ValueError(f"artifact {document_id} is not a document; chunks hang off one")
         chunk_id = insert(

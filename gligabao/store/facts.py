@@ -177,9 +177,9 @@ def document_bytes(conn: Connection, document_id: int, end: int) -> bytes:
     """The first `end` bytes of a document's text (to count its lines)."""
     rows = query(
         conn,
-        f"SELECT {dialect.of(conn).byte_prefix('text', '?')} AS head "
-        "FROM gb_artifacts WHERE id = ?",
-        (end, document_id),
+        f"SELECT {dialect.of(conn).byte_prefix('text', ':end')} AS head "
+        "FROM gb_artifacts WHERE id = :id",
+        {"end": end, "id": document_id},
     )
     return bytes(rows[0]["head"]) if rows else b""
 

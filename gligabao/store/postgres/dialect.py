@@ -45,8 +45,11 @@ def now() -> str:
 
 
 def byte_prefix(expr: str, length: str) -> str:
-    """The first `length` bytes of a text in UTF-8."""
-    return f"substring(convert_to({expr}, 'UTF8') from 1 for {length})"
+    """The first `length` bytes of a text in UTF-8. Its first `length` characters are
+    taken first (they hold those bytes): PostgreSQL reads and decompresses only that
+    part of a long text, where converting the whole text read all of it, every hit.
+    `length` is named twice: a named parameter, never `?`."""
+    return f"substring(convert_to(substr({expr}, 1, {length}), 'UTF8') from 1 for {length})"
 
 
 def byte_length(expr: str) -> str:
