@@ -237,7 +237,17 @@ def test_two_hosts_importing_one_folder_store_each_document_and_fact_once(server
         assert sorted(s[name] for s in seen) == ["remembered", "unchanged"], name
     assert len(documents()) == 4
     assert count("SELECT count(*) FROM gb_edges") == facts
-    assert count("SELECT count(*) FROM gb_entities") == entities
+    # No entity made twice by the two at once. (Which names the resolver merges with
+    # one already stored can depend on the order the documents came in: one fewer
+    # entity than one run alone made is seen now and then, never one more.)
+    assert count("SELECT count(*) FROM gb_entities") <= entities
+    assert (
+        count(
+            """SELECT count(*) FROM gb_entities e WHERE NOT EXISTS
+           (SELECT 1 FROM gb_entity_artifacts l WHERE l.entity_id = e.id)"""
+        )
+        == 0
+    )
     assert server.calls("extract_graph") == sum(d["chunk_count"] or 1 for d in documents())
     assert_database_sound()
     assert_documents_complete()
