@@ -1005,7 +1005,8 @@ class CopyProgress:
             self.live.start()
 
     def __call__(self, what: str, done: int, total: int) -> None:
-        self.line = f"copying {what}: {done:,} of {total:,}"
+        # A negative total is one not counted (an index read a page at a time).
+        self.line = f"copying {what}: {done:,}" + (f" of {total:,}" if total >= 0 else "")
         if self.live is not None:
             self.live.refresh()
 

@@ -23,9 +23,9 @@ from gligabao.store.db import now_iso, query, query_one, scalar, transaction
 from gligabao.store.errors import DatabaseError
 from gligabao.store.vector_rows import INDEXES
 
-__all__ = ["BATCH", "CopyReport", "NotEmpty", "copy_store"]
+__all__ = ["BATCH", "UNKNOWN", "CopyReport", "NotEmpty", "copy_store", "same_store"]
 
-BATCH = 500  # rows a transaction: a copy cut short loses at most this many of a table
+BATCH = 500  # rows a read and a transaction: a copy never holds more, nor loses more if cut short
 
 # Each table in an order that writes every row after the rows it points back to; the
 # columns set to NULL at first are the references forward, written at the end.
@@ -59,7 +59,8 @@ class CopyReport:
     resumed: bool = False
 
 
-Progress = Callable[[str, int, int], None]  # (what, done, total)
+Progress = Callable[[str, int, int], None]  # (what, done, total or UNKNOWN)
+UNKNOWN = -1  # a total not counted: an index is read a page at a time, never counted
 
 
 def copy_store(
@@ -193,15 +194,16 @@ def _point_forward(
 def _copy_keywords(source: Connection, destination: Connection, progress: Progress) -> int:
     """The artifacts' keyword index, written again from its texts (the entities' and
     facts' follow their rows by themselves)."""
-    rows = fts.artifact_rows(source)
-    for start in range(0, len(rows), BATCH):
+    done, after = 0, 0
+    while rows := fts.artifact_rows(source, after, BATCH):
         with transaction(destination):
-            for row in rows[start : start + BATCH]:
+            for row in rows:
                 fts.index_artifact_text(
                     destination, row["id"], row["text"], row["kind"], row["dataset_id"]
                 )
-        progress("keyword index", min(start + BATCH, len(rows)), len(rows))
-    return len(rows)
+        done, after = done + len(rows), rows[-1]["id"]
+        progress("keyword index", done, UNKNOWN)
+    return done
 
 
 def _copy_vectors(source: Connection, destination: Connection, progress: Progress) -> int:
@@ -214,14 +216,12 @@ def _copy_vectors(source: Connection, destination: Connection, progress: Progres
     for dataset in sets:
         vectors.ensure_vector_tables(destination, dataset["id"], dataset["embedding_dimensions"])
         for index in INDEXES:
-            rows = vectors.all_vectors(source, dataset["id"], index)
-            for start in range(0, len(rows), BATCH):
+            after = ""
+            while rows := vectors.all_vectors(source, dataset["id"], index, after, BATCH):
                 with transaction(destination):
-                    vectors.upsert_vectors(
-                        destination, dataset["id"], index, rows[start : start + BATCH]
-                    )
-                progress(f"{index} vectors", min(start + BATCH, len(rows)), len(rows))
-            copied += len(rows)
+                    vectors.upsert_vectors(destination, dataset["id"], index, rows)
+                copied, after = copied + len(rows), rows[-1].vector_id
+                progress(f"{index} vectors", copied, UNKNOWN)
     return copied
 
 

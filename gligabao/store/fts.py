@@ -35,10 +35,10 @@ def index_artifact_text(
     _of(conn).index_artifact_text(conn, artifact_id, text, kind, dataset_id)
 
 
-def artifact_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every row of the artifacts' keyword index: `id`, `dataset_id`, `kind`, and the
-    `text` as indexed (a chunk's context first)."""
-    return list(_of(conn).artifact_rows(conn))
+def artifact_rows(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
+    """Rows of the artifacts' keyword index past id `after`, at most `limit`, by id:
+    `id`, `dataset_id`, `kind`, and the `text` as indexed (a chunk's context first)."""
+    return list(_of(conn).artifact_rows(conn, after, limit))
 
 
 def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:

@@ -141,9 +141,12 @@ def knn(
     )
 
 
-def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[VectorRow]:
-    """Every vector of an index with its metadata (what gb copy moves)."""
-    return list(_of(conn).all_vectors(conn, dataset_id, index_name))
+def all_vectors(
+    conn: Connection, dataset_id: int, index_name: str, after: str, limit: int
+) -> list[VectorRow]:
+    """An index's vectors with their metadata past vector id `after`, at most `limit`, by
+    vector id (what gb copy moves, a page at a time)."""
+    return list(_of(conn).all_vectors(conn, dataset_id, index_name, after, limit))
 
 
 def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from gligabao import Memory
+from gligabao.store import copying
 from gligabao.store.db import now_iso
 from tests.graph.test_facts import DOCS, _answers, _remember
-from tests.support.helpers import configure, gb, write
+from tests.support.helpers import configure, gb, vec_stats, write
 
 # Keys that differ between two memories of the same texts: ids, and when they were stored.
 _VARYING = {"id", "created_at", "expired_at", "score"}
@@ -120,11 +121,19 @@ def test_a_copy_cut_short_goes_on_where_it_stopped(
         if what == "gb_edges":
             raise KeyboardInterrupt
 
+    # Pages of two rows: every table, the keyword index and the vectors read in many.
+    monkeypatch.setattr(copying, "BATCH", 2)
     into = Memory(pg_url)
     with pytest.raises(KeyboardInterrupt):
         into.copy_from(first, on_progress=stop_at_the_facts)
     report = into.copy_from(first)
 
     assert report.resumed and report.rows["gb_edges"] > 5
+    held = {name: row["held"] for name, row in vec_stats(gb_cli).items()}
     configure(monkeypatch, server, GB_DB=pg_url)
     assert _export(gb_cli) == export
+    copied = vec_stats(gb_cli)
+    assert {name: row["held"] for name, row in copied.items()} == held  # every vector
+    assert all(row["orphans"] == row["missing"] == 0 for row in copied.values())
+    hits = _lines(gb_cli, "search", "Acme Corp led", "--method", "bm25", "--json")
+    assert hits  # the keyword index, written again page by page

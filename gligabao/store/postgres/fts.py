@@ -15,11 +15,13 @@ Words are PostgreSQL's `english` configuration's (the Porter stemmer, as FTS5's
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from gligabao.store.connection import Connection
-from gligabao.store.db import query, scalar, transaction
+from gligabao.store.db import json_ids, query, scalar, transaction
 from gligabao.store.dialect import of as dialect_of
 from gligabao.store.terms import words_of
 
@@ -51,30 +53,33 @@ def index_artifact_text(
         )
 
 
-def artifact_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every row of the artifacts' keyword index: `id`, `dataset_id`, `kind`, `text`."""
-    return query(conn, "SELECT id, dataset_id, kind, text FROM gb_fts_artifacts ORDER BY id")
+def artifact_rows(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
+    """Rows of the artifacts' keyword index past id `after`: `id`, `dataset_id`, `kind`,
+    `text`, at most `limit`, by id."""
+    return query(
+        conn,
+        """SELECT id, dataset_id, kind, text FROM gb_fts_artifacts
+           WHERE id > ? ORDER BY id LIMIT ?""",
+        (after, limit),
+    )
 
 
 def indexed_rows(conn: Connection, table: str, ids: list[int]) -> int:
     if table not in _TABLES:
         raise ValueError(f"not a keyword index: {table!r}")
     ids_in = dialect_of(conn).id_list("?")
-    return int(scalar(conn, f"SELECT count(*) FROM {table} WHERE id IN {ids_in}", (_json(ids),)))
+    return int(scalar(conn, f"SELECT count(*) FROM {table} WHERE id IN {ids_in}", (json_ids(ids),)))
 
 
-def _json(ids: list[int]) -> str:
-    import json
-
-    return json.dumps([int(i) for i in ids])
-
-
+@dataclass(frozen=True)
 class _Index:
-    """One keyword index: its table, the tsvector column and length, and the name its
-    statistics are kept under."""
+    """One keyword index: the name its statistics are kept under, its table, and its
+    tsvector column and length."""
 
-    def __init__(self, name: str, table: str, words: str = "words", length: str = "length"):
-        self.name, self.table, self.words, self.length = name, table, words, length
+    name: str
+    table: str
+    words: str = "words"
+    length: str = "length"
 
 
 _ARTIFACTS = _Index("artifacts", "gb_fts_artifacts")
@@ -106,15 +111,9 @@ def _statistics(conn: Connection, index: _Index, terms: list[str]) -> tuple[int,
         conn,
         f"""SELECT term, rows FROM gb_fts_terms
             WHERE index_name = ? AND term IN {dialect_of(conn).text_list("?")}""",
-        (index.name, _json_texts(terms)),
+        (index.name, json.dumps(terms)),
     )
     return rows, average or 1.0, {r["term"]: int(r["rows"]) for r in found}
-
-
-def _json_texts(texts: list[str]) -> str:
-    import json
-
-    return json.dumps(texts)
 
 
 def _idf(rows: int, n: int) -> float:
@@ -265,7 +264,7 @@ def entity_candidates(
     rows = query(
         conn,
         f"SELECT * FROM gb_entities WHERE id IN {dialect_of(conn).id_list('?')}",
-        (_json(list(rank)),),
+        (json_ids(rank),),
     )
     for row in rows:
         row["rank"] = rank[row["id"]]

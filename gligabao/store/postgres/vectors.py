@@ -482,8 +482,11 @@ def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     return out
 
 
-def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[VectorRow]:
-    """Every vector of an index with its metadata, by vector id (a whole copy: gb copy)."""
+def all_vectors(
+    conn: Connection, dataset_id: int, index_name: str, after: str, limit: int
+) -> list[VectorRow]:
+    """An index's vectors with their metadata past vector id `after`, at most `limit`, by
+    vector id (gb copy reads an index so, a page at a time)."""
     name = table_name(dataset_id, index_name)
     if not _exists(conn, name):
         return []
@@ -491,7 +494,9 @@ def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[Vect
     named = "".join(f', "{c}"' for c in columns)
     rows = query(
         conn,
-        f"SELECT vector_id, CAST(embedding AS real[]) AS e{named} FROM {name} ORDER BY vector_id",
+        f"SELECT vector_id, CAST(embedding AS real[]) AS e{named} FROM {name} "
+        "WHERE vector_id > ? ORDER BY vector_id LIMIT ?",
+        (after, limit),
     )
     return [
         VectorRow(r["vector_id"], array("f", r["e"]).tobytes(), {c: r[c] for c in columns})

@@ -97,11 +97,14 @@ def index_artifact_text(
         )
 
 
-def artifact_rows(conn: Connection) -> list[dict[str, Any]]:
-    """Every row of the artifacts' keyword index: `id`, `dataset_id`, `kind`, `text`."""
+def artifact_rows(conn: Connection, after: int, limit: int) -> list[dict[str, Any]]:
+    """Rows of the artifacts' keyword index past id `after`: `id`, `dataset_id`, `kind`,
+    `text`, at most `limit`, by id."""
     return query(
         conn,
-        "SELECT rowid AS id, dataset_id, kind, text FROM gb_fts_artifacts ORDER BY rowid",
+        """SELECT rowid AS id, dataset_id, kind, text FROM gb_fts_artifacts
+           WHERE rowid > ? ORDER BY rowid LIMIT ?""",
+        (after, limit),
     )
 
 

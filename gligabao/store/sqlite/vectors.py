@@ -537,8 +537,11 @@ def vec_stats(conn: Connection, dataset_id: int) -> list[VecIndexStats]:
     return out
 
 
-def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[VectorRow]:
-    """Every vector of an index with its metadata, by vector id (a whole copy: gb copy)."""
+def all_vectors(
+    conn: Connection, dataset_id: int, index_name: str, after: str, limit: int
+) -> list[VectorRow]:
+    """An index's vectors with their metadata past vector id `after`, at most `limit`, by
+    vector id (gb copy reads an index so, a page at a time)."""
     if not table_exists(conn, table_name(dataset_id, index_name)):
         return []
     columns = METADATA[index_name]
@@ -546,7 +549,9 @@ def all_vectors(conn: Connection, dataset_id: int, index_name: str) -> list[Vect
     rows = query(
         conn,
         f"SELECT vector_id, embedding{', ' + named if named else ''} "
-        f"FROM {_quoted(dataset_id, index_name)} ORDER BY vector_id",
+        f"FROM {_quoted(dataset_id, index_name)} WHERE vector_id > ? "
+        "ORDER BY vector_id LIMIT ?",
+        (after, limit),
     )
     return [
         VectorRow(r["vector_id"], bytes(r["embedding"]), {c: r[c] for c in columns}) for r in rows
