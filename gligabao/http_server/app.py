@@ -3,13 +3,11 @@ worker threads the service's calls run in.
 
 Each read runs in a worker thread with a Memory (its own connection) of that thread, so
 reads run side by side and never wait for a remember, which has its own Memory and
-threads. A remember whose client goes away is stopped as Ctrl-C stops `gb remember`:
-the chunks already stored stay, whole (one transaction each), and a rerun completes it.
+threads. A remember whose client goes away runs to its end: what it paid for is kept.
 """
 
 from __future__ import annotations
 
-import ctypes
 import hmac
 import sys
 import threading
@@ -18,7 +16,6 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import anyio
-from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -58,35 +55,13 @@ class Server:
         """`call` of this thread's Memory, in a worker thread."""
         return await anyio.to_thread.run_sync(lambda: call(self.reader()), limiter=self.reads)
 
-    async def write(self, request: Request, work: Callable[[], T]) -> T:
-        """`work` in a worker thread of its own, stopped (KeyboardInterrupt, as Ctrl-C
-        stops gb) if the client goes away first."""
-        running = _Running()
-
-        def run() -> T:
-            with running:
-                return work()
-
-        outcome: list[T] = []
-        failed: list[BaseException] = []
-        async with anyio.create_task_group() as group:
-
-            async def watch() -> None:
-                while (await request.receive())["type"] != "http.disconnect":
-                    pass
-                running.interrupt()
-
-            group.start_soon(watch)
-            try:  # kept out of the group, which would wrap it in an ExceptionGroup
-                outcome.append(await anyio.to_thread.run_sync(run, limiter=self.writes))
-            except BaseException as exc:
-                failed.append(exc)
-            group.cancel_scope.cancel()
-        if failed and isinstance(failed[0], KeyboardInterrupt):
-            raise Refusal(499, "client_gone", "the client went away: stopped")
-        if failed:
-            raise failed[0]
-        return outcome[0]
+    async def write(self, work: Callable[[], T]) -> T:
+        """`work` (a remember) in a worker thread of its own. It runs to its end even if
+        the client goes away first: what it pays for is stored whole, and the client's
+        next call of the same text finds it. (Stopping it from another thread, as Ctrl-C
+        stops gb, raised KeyboardInterrupt wherever that thread happened to be, once in
+        an async generator's finalizer, which swallowed it.)"""
+        return await anyio.to_thread.run_sync(work, limiter=self.writes)
 
     def failure(self, exc: BaseException) -> JSONResponse:
         """The JSON answer of an error, keys and the token masked."""
@@ -98,30 +73,6 @@ class Server:
             status, code, message = 500, "failed", f"{type(exc).__name__}: {exc}"
         body = {"error": {"code": code, "message": scrub(message, self.secrets)}}
         return JSONResponse(body, status_code=status)
-
-
-class _Running:
-    """The worker thread of a call while it runs, so that only that call is interrupted,
-    never the thread's next one."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._thread: int | None = None
-
-    def __enter__(self) -> None:
-        with self._lock:
-            self._thread = threading.get_ident()
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._thread = None
-
-    def interrupt(self) -> None:
-        with self._lock:
-            if self._thread is not None:
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(self._thread), ctypes.py_object(KeyboardInterrupt)
-                )
 
 
 class Guard:

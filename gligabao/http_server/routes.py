@@ -43,7 +43,7 @@ async def remember(server: Server, request: Request, args: Args) -> Any:
         finally:
             memory.close()
 
-    done = await server.write(request, work)
+    done = await server.write(work)
     if done.failure is not None:
         raise done.failure
     shown = done.as_json()
