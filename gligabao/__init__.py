@@ -21,6 +21,7 @@ __all__ = [
     "Hit",
     "Memory",
     "Remembered",
+    "Stop",
     "Why",
     "__version__",
 ]
@@ -37,10 +38,12 @@ _LAZY = {
     "Hit": "gligabao.search.hybrid",
     "Memory": "gligabao.service.memory",
     "Remembered": "gligabao.remember.result",
+    "Stop": "gligabao.base.stopping",
     "Why": "gligabao.service.facts",
 }
 
 if TYPE_CHECKING:
+    from gligabao.base.stopping import Stop
     from gligabao.errors import GbError
     from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
     from gligabao.remember.result import Remembered

@@ -8,6 +8,8 @@
     │                          read-only for a command that writes, the disk full)
     ├── OutputError         1  standard output cannot be written (a full disk)
     │   └── OutputClosed  141  its reader went away (`gb list | head -1`): nothing said
+    ├── Stopped             1  stopped by the program that started it (a client of
+    │                          `gb serve` went away): what was paid for is kept
     └── Interrupted   128 + N  stopped by signal N: 129 SIGHUP, 130 SIGINT, 143 SIGTERM
 
 Exit code 2 is also what typer gives an unknown option or a missing argument;
@@ -86,6 +88,11 @@ class OutputClosed(OutputError):
     worth a word, but the run stops, as it would if killed by SIGPIPE."""
 
     exit_code = ExitCode.OUTPUT_CLOSED
+
+
+class Stopped(GbError):
+    """A run stopped by the program that started it (as `gb serve` stops a remember whose
+    client went away): nothing is stored half, and the answers it paid for are kept."""
 
 
 class Interrupted(GbError):

@@ -3,7 +3,9 @@ worker threads the service's calls run in.
 
 Each read runs in a worker thread with a Memory (its own connection) of that thread, so
 reads run side by side and never wait for a remember, which has its own Memory and
-threads. A remember whose client goes away runs to its end: what it paid for is kept.
+threads. A remember whose client goes away is stopped as Ctrl-C stops gb: nothing is
+stored half, the answers it paid for are kept, and the same text sent again goes on
+from them.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from gligabao.base.redact import scrub
+from gligabao.base.stopping import Stop
 from gligabao.config import Config
 from gligabao.errors import GbError
 from gligabao.http_server.errors import Refusal, status_of
@@ -55,13 +58,22 @@ class Server:
         """`call` of this thread's Memory, in a worker thread."""
         return await anyio.to_thread.run_sync(lambda: call(self.reader()), limiter=self.reads)
 
-    async def write(self, work: Callable[[], T]) -> T:
-        """`work` (a remember) in a worker thread of its own. It runs to its end even if
-        the client goes away first: what it pays for is stored whole, and the client's
-        next call of the same text finds it. (Stopping it from another thread, as Ctrl-C
-        stops gb, raised KeyboardInterrupt wherever that thread happened to be, once in
-        an async generator's finalizer, which swallowed it.)"""
-        return await anyio.to_thread.run_sync(work, limiter=self.writes)
+    async def write(self, receive: Receive, work: Callable[[Stop], T]) -> T:
+        """`work` (a remember) in a worker thread of its own, given the Stop it obeys:
+        asked when the client goes away (`receive` tells), so the run ends at its next
+        await, as Ctrl-C ends it."""
+        stop = Stop()
+        failed: list[Exception] = []
+        async with anyio.create_task_group() as watching:
+            watching.start_soon(_stop_when_gone, receive, stop)
+            try:
+                done = await anyio.to_thread.run_sync(lambda: work(stop), limiter=self.writes)
+            except Exception as exc:  # raised below: inside, the group would wrap it
+                failed.append(exc)
+            watching.cancel_scope.cancel()
+        if failed:
+            raise failed[0]
+        return done
 
     def failure(self, exc: BaseException) -> JSONResponse:
         """The JSON answer of an error, keys and the token masked."""
@@ -73,6 +85,14 @@ class Server:
             status, code, message = 500, "failed", f"{type(exc).__name__}: {exc}"
         body = {"error": {"code": code, "message": scrub(message, self.secrets)}}
         return JSONResponse(body, status_code=status)
+
+
+async def _stop_when_gone(receive: Receive, stop: Stop) -> None:
+    """Ask `stop` once the client has gone (its request body is read by then, so the
+    next message the server has for us is the disconnect)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    stop.request("its client went away")
 
 
 class Guard:

@@ -16,6 +16,7 @@ _BY_KIND = {
     "llm": (502, "llm_failed"),
     "busy": (503, "busy"),
     "config": (500, "server_config"),
+    "stopped": (499, "client_closed"),  # nginx's status for a client that went away
     "failure": (500, "failed"),
 }
 

@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from gligabao.base.stopping import Stop
 from gligabao.http_server.app import LIMIT, Server
 from gligabao.http_server.errors import Refusal
 from gligabao.http_server.openapi import describe
@@ -37,13 +38,15 @@ async def remember(server: Server, request: Request, args: Args) -> Any:
             "start gb serve with one (llm.base_url, OPENAI_BASE_URL or an API key)",
         )
 
-    def work() -> Any:
+    def work(stop: Stop) -> Any:
         try:
-            return memory.remember_text(call.text, valid_at=call.valid_at, kind=call.kind)
+            return memory.remember_text(
+                call.text, valid_at=call.valid_at, kind=call.kind, stop=stop
+            )
         finally:
             memory.close()
 
-    done = await server.write(work)
+    done = await server.write(request.receive, work)
     if done.failure is not None:
         raise done.failure
     shown = done.as_json()

@@ -21,17 +21,19 @@ marked on them, and a later run with one completes exactly those.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.stopping import Stop
 from gligabao.base.words import plural
 from gligabao.calls import Budget, Calls, Spend
 from gligabao.chunk import ChunkSettings, get_tokenizer
 from gligabao.config import Config
-from gligabao.errors import ConfigError, GbError, UsageError
+from gligabao.errors import ConfigError, GbError, Stopped, UsageError
 from gligabao.llm import (
     EMBED_STAGE,
     LLMError,
@@ -131,6 +133,8 @@ class Options:
     # Told each step of each input as it happens (source name, step, its data): a batch's
     # progress in chunks, not only in whole files.
     on_step: Callable[[str, str, dict[str, Any]], None] | None = field(default=None, compare=False)
+    # Asked from another thread to stop the run as Ctrl-C does (gb serve, its client gone).
+    stop: Stop | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.kind.strip():
@@ -147,13 +151,24 @@ def remember(
 ) -> Remembered:
     """Remember one input: see the module docstring for the order of things."""
 
+    stop = options.stop
+
     async def run() -> Remembered:
         try:
-            return await remember_async(conn, source, config, llm, options)
+            with stop.watching() if stop is not None else contextlib.nullcontext():
+                return await remember_async(conn, source, config, llm, options)
         finally:
             await llm.aclose()
 
-    return asyncio.run(run())
+    try:
+        return asyncio.run(run())
+    except asyncio.CancelledError:
+        if stop is None or not stop.requested:
+            raise
+        raise Stopped(
+            f"{source.name}: stopped, {stop.reason}; the answers paid for are kept: "
+            "remember the same text again to go on from them"
+        ) from None
 
 
 async def remember_async(

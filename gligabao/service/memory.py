@@ -37,6 +37,7 @@ from gligabao.errors import InputError, UsageError
 from gligabao.service import arguments
 
 if TYPE_CHECKING:
+    from gligabao.base.stopping import Stop
     from gligabao.graph.export import Graph
     from gligabao.graph.queries import Entity, EntityView, Fact
     from gligabao.remember.result import Remembered
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from gligabao.store.forget import ForgetReport
     from gligabao.store.stats import Stats, VecIndexStats
 
-__all__ = ["Memory", "Remembered", "Why"]
+__all__ = ["Memory", "Remembered", "Stop", "Why"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -72,6 +73,10 @@ def __getattr__(name: str) -> Any:
         from gligabao.remember.result import Remembered
 
         return Remembered
+    if name == "Stop":
+        from gligabao.base.stopping import Stop
+
+        return Stop
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -653,13 +658,15 @@ class Memory:
         valid_at: str | None = None,
         kind: str = "document",
         force: bool = False,
+        stop: Stop | None = None,
     ) -> Remembered:
         """Remember a text as `gb remember -` remembers standard input: stored and shown
         as `name` (the source of its document, as --name gives it), else as `-`; a text
-        refused or a run that fails raises."""
+        refused or a run that fails raises. Another thread may `stop.request(why)` to end
+        the run as Ctrl-C does (it raises Stopped; the answers paid for are kept)."""
         from gligabao.service.remembering import remember_text
 
-        how = {"session": session, "valid_at": valid_at, "kind": kind, "force": force}
+        how = {"session": session, "valid_at": valid_at, "kind": kind, "force": force, "stop": stop}
         return remember_text(self.config, self._args, self.on_notice, self._writer, text, name, how)
 
     def _writer(self) -> Any:

@@ -16,6 +16,7 @@ from gligabao.read.files import STDIN, shown_name
 from gligabao.remember.result import Remembered
 
 if TYPE_CHECKING:
+    from gligabao.base.stopping import Stop
     from gligabao.calls import Budget
     from gligabao.config import Config
     from gligabao.llm.client import LLM
@@ -141,6 +142,7 @@ def run_options(
     trace: bool = False,
     all_branches: bool = False,
     name: str | None = None,
+    stop: Stop | None = None,
 ) -> Options:
     """A run's options, its arguments checked; the configured stages refused before any
     input is read. `stages` as --stages names them (None: the configuration's); `name`
@@ -162,6 +164,7 @@ def run_options(
         all_branches=all_branches,
         stdin_name=_stdin_name(checks, name),
         on_notice=on_notice,
+        stop=stop,
     )
 
 

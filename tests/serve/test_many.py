@@ -36,11 +36,12 @@ def test_one_text_sent_twice_at_once_is_stored_once(online, serve) -> None:
     assert status == 200 and len(listed["documents"]) == 1
 
 
-def test_a_remember_whose_client_went_away_runs_to_its_end(online, serve) -> None:
-    """What it pays for is stored whole: the same text sent again is unchanged."""
+def test_a_remember_whose_client_went_away_stops_keeping_what_it_paid_for(online, serve) -> None:
+    """It ends as Ctrl-C ends gb: no request after it, nothing stored half, and the same
+    text sent again goes on from the answers already paid for, never asking them again."""
     served = serve()
     text = story(12, paragraphs=6)
-    # The second chunk's extraction waits until the client has gone.
+    # Every extraction but the first chunk's waits until the client has gone.
     gone = threading.Event()
     held = online.hold(
         Hold(
@@ -55,21 +56,47 @@ def test_a_remember_whose_client_went_away_runs_to_its_end(online, serve) -> Non
         b"POST /v1/gb/remember HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
     )
-    deadline = time.monotonic() + 60
-    while held.waiting == 0:
-        assert time.monotonic() < deadline, "the remember never reached the LLM"
-        time.sleep(0.02)
-    conn.close()  # the client goes away
-    gone.set()
 
-    # The second call waits for the first one's claim on the text, then finds it whole.
+    def first_chunk_paid_for() -> bool:  # its answers in, each recorded, the rest held
+        if held.waiting == 0 or not _first_extractions(online):
+            return False
+        status, stats = served.call("GET", "/v1/gb/stats?user_id=u")
+        return status == 200 and stats["inferences"] == online.calls()
+
+    _wait_for(first_chunk_paid_for, "the first chunk's answers were never recorded")
+    conn.close()  # the client goes away
+    _wait_for(lambda: "POST /v1/gb/remember 499" in served.log.read_text(), "no 499 logged")
+    made = online.calls(include_faults=True)
+    gone.set()
+    time.sleep(0.5)
+    assert online.calls(include_faults=True) == made, "a request was made after the stop"
+    status, listed = served.call("GET", "/v1/gb/documents?user_id=u")
+    assert status == 200 and listed["documents"] == [], "a document was stored half"
+
     status, done = served.call("POST", "/v1/gb/remember", {"user_id": "u", "text": text})
     assert status == 200, done
-    assert done["status"] == "unchanged", done
+    assert done["status"] == "remembered", done
     assert len(done["chunks"]) > 2 and all(c["summary"] for c in done["chunks"])
+    assert len(_first_extractions(online)) == 1, "the first chunk was paid for twice"
     status, listed = served.call("GET", "/v1/gb/documents?user_id=u")
     assert status == 200 and len(listed["documents"]) == 1
     assert_database_sound()
+
+
+def _first_extractions(online) -> list:
+    """The extraction requests of the first chunk answered."""
+    return [
+        r
+        for r in online.requests_for("extract_graph")
+        if r.status == 200 and "Report 12." in json.dumps(r.body)
+    ]
+
+
+def _wait_for(condition, failing: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, failing
+        time.sleep(0.05)
 
 
 def test_the_resolve_stage_runs_on_the_model_named_for_it(online, serve, gb_cli) -> None:

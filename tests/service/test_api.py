@@ -11,14 +11,17 @@ import json
 import re
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 import gligabao
 from gligabao import Memory
-from gligabao.errors import ExitCode, GbError, InputError
+from gligabao.errors import ExitCode, GbError, InputError, Stopped
 from tests.support.helpers import DB, SECRET, gb, story, write
+from tests.support.llm_server import Hold
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -225,3 +228,36 @@ def test_remember_text_stores_its_name_as_the_source(online) -> None:
         (listed,) = memory.documents()
         assert listed["source"] == "clipboard"
         assert memory.document(done.document_id)["source"] == "clipboard"
+
+
+def test_a_remember_stopped_from_another_thread_keeps_what_it_paid_for(online) -> None:
+    """As Ctrl-C: the run ends at once, nothing is stored half, and the next run of the
+    same text asks only for what the stopped one had not been answered."""
+    text = story(14, paragraphs=6)
+    stop = gligabao.Stop()
+    # Every extraction but the first chunk's waits until the run is stopped.
+    online.hold(
+        Hold(
+            select=lambda stage, prompt: stage == "extract_graph" and "Report 14." not in prompt,
+            until=lambda: stop.requested,
+        )
+    )
+
+    def stop_once_answered() -> None:
+        online.wait_until(lambda: online.calls("extract_graph") >= 1)
+        time.sleep(0.3)  # its answer recorded
+        stop.request("the test asked")
+
+    threading.Thread(target=stop_once_answered).start()
+    with Memory(DB) as memory:
+        with pytest.raises(Stopped, match="stopped, the test asked; the answers paid for"):
+            memory.remember_text(text, stop=stop)
+        answered = online.calls()
+        assert answered > 0 and memory.documents() == []
+        done = memory.remember_text(text)
+        chunks = done.response["chunks"]
+        assert done.status == "remembered" and all(c["summary"] for c in chunks)
+    again = online.calls() - answered
+    with Memory("alone.db") as alone:
+        alone.remember_text(text)
+    assert again < online.calls() - answered - again  # fewer than a whole run's calls
