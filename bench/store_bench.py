@@ -81,6 +81,7 @@ import graph_bench as gbb  # noqa: E402
 import search_bench as sb  # noqa: E402
 
 from gligabao.base.evidence import QuoteSpan  # noqa: E402
+from gligabao.base.lines import LineIndex  # noqa: E402
 from gligabao.config import load_config  # noqa: E402
 from gligabao.graph.queries import facts  # noqa: E402
 from gligabao.llm.query import embed_query  # noqa: E402
@@ -199,6 +200,7 @@ def build_chunks(target: str, n: int, seed: int = 7) -> dict[str, float]:
                 tokens=sum(t for _, t in pieces),
             )
         offset = 0
+        lines = LineIndex(doc_text)
         for index, (text, tokens) in enumerate(pieces):
             size = len(text.encode("utf-8"))
             with transaction(conn):
@@ -210,6 +212,7 @@ def build_chunks(target: str, n: int, seed: int = 7) -> dict[str, float]:
                     start_offset=offset,
                     end_offset=offset + size,
                     tokens=tokens,
+                    lines=lines.span(offset, offset + size),
                 )
                 upsert_vectors(
                     conn, ds.id, "chunks", [chunk_row(chunk, doc, index, vecs[index].tobytes())]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import bisect
 import re
 
-__all__ = ["line_range", "lines_between", "newline_offsets"]
+__all__ = ["LineIndex", "line_range", "lines_between", "newline_offsets"]
 
 
 def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
@@ -27,3 +27,14 @@ def lines_between(newlines: list[int], start: int, end: int) -> tuple[int, int]:
     """line_range(data, start, end), from `newline_offsets(data)`."""
     first = bisect.bisect_left(newlines, start) + 1
     return first, bisect.bisect_left(newlines, max(start, end - 1)) + 1
+
+
+class LineIndex:
+    """The lines of many spans of one text, its newlines found once."""
+
+    def __init__(self, text: str) -> None:
+        self._newlines = newline_offsets(text.encode("utf-8", "surrogatepass"))
+
+    def span(self, start: int, end: int) -> tuple[int, int]:
+        """line_range of the UTF-8 bytes [start, end) of the text."""
+        return lines_between(self._newlines, start, end)

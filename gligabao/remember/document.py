@@ -28,6 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.lines import LineIndex
 from gligabao.base.stopping import Stop
 from gligabao.base.words import plural
 from gligabao.calls import Budget, Calls, Spend
@@ -246,6 +247,13 @@ class _Run:
         self.extracted = 0
         self.expired = 0
         self.notices: list[str] = []
+        self._line_index: LineIndex | None = None
+
+    def _lines(self) -> LineIndex:
+        """The lines of the text stored as the document, found once a run."""
+        if self._line_index is None:
+            self._line_index = LineIndex(self.source.text)
+        return self._line_index
 
     def step(self, name: str, message: str, **data: Any) -> None:
         if self.options.on_step is not None:
@@ -489,8 +497,14 @@ class _Run:
     def _reuse(self, document, piece: Piece, n: int) -> None:
         """Store a piece the previous version stored whole, as its copy (one transaction)."""
         pause("chunk", piece, document["id"])
+        chunk = piece.chunk
         chunk_id = versions.copy_chunk(
-            self.conn, self.dataset.id, document, self.reused[piece.index], piece.chunk
+            self.conn,
+            self.dataset.id,
+            document,
+            self.reused[piece.index],
+            chunk,
+            self._lines().span(chunk.start_offset, chunk.end_offset),
         )
         self.step("reuse", f"artifact {chunk_id}, as stored before{_of(piece, n)}")
 
@@ -528,17 +542,20 @@ class _Run:
             with transaction(self.conn):
                 for piece in missing[start : start + OFFLINE_CHUNKS_PER_TRANSACTION]:
                     pause("offline-chunk", piece, document["id"])
+                    chunk = piece.chunk
+                    lines = self._lines().span(chunk.start_offset, chunk.end_offset)
                     if piece.index in self.reused:
                         versions.copy_chunk(
                             self.conn,
                             self.dataset.id,
                             document,
                             self.reused[piece.index],
-                            piece.chunk,
+                            chunk,
+                            lines,
                         )
                     else:
                         artifacts.insert_cut_chunk(
-                            self.conn, document["id"], piece.chunk, pending=OFFLINE_STAGES
+                            self.conn, document["id"], chunk, OFFLINE_STAGES, lines=lines
                         )
         left = not result.chunks or any(
             artifacts.pending_stages(row)
@@ -648,7 +665,7 @@ class _Run:
             self.step(
                 "store_parent_artifact", f"document {document['id']}", artifact_id=document["id"]
             )
-            writer = Writer(self.conn, self.dataset.id, document)
+            writer = Writer(self.conn, self.dataset.id, document, self._lines())
             for piece in todo:
                 if piece.index in self.reused:
                     await asyncio.sleep(0)  # a signal lands between two chunks here too

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gligabao.base.evidence import locate_quote
+from gligabao.base.lines import LineIndex
 from gligabao.llm.float32 import Float32
 from gligabao.remember.resolve import Extraction, Plan, Ref
 from gligabao.store import Connection, artifacts, graph, vectors
@@ -93,10 +94,12 @@ class Writer:
         conn: Connection,
         dataset_id: int,
         document: dict[str, Any],
+        lines: LineIndex,
     ) -> None:
         self.conn = conn
         self.dataset_id = dataset_id
         self.document = document
+        self.lines = lines  # of the document's text: each chunk's lines, kept with it
         self._entity_ids: dict[tuple[int, int], int] = {}
         self._edge_ids: dict[tuple[int, int], int] = {}
 
@@ -127,7 +130,11 @@ class Writer:
                     if stored
                     # With a context, indexed once below, context first.
                     else artifacts.insert_cut_chunk(
-                        self.conn, doc["id"], piece.chunk, index_text=not piece.situating
+                        self.conn,
+                        doc["id"],
+                        piece.chunk,
+                        index_text=not piece.situating,
+                        lines=self.lines.span(piece.chunk.start_offset, piece.chunk.end_offset),
                     )
                 )
                 if piece.situating:

@@ -493,12 +493,15 @@ def hits_of(conn: Connection, chosen: Sequence[tuple[int, float, dict[str, int]]
         if row is None:
             continue
         start, end = row["start_offset"], row["end_offset"]
+        lines: tuple[int, int] | None = None
         if row["parent_id"] is None:  # an unchunked document: all of it
             data = row["text"].encode("utf-8")
             start, end = 0, len(data)
-        else:
-            data = row["head"] or b""
-        lines = line_range(data, start, end) if start is not None and end is not None else None
+            lines = line_range(data, start, end)
+        elif row["line_start"] is not None:
+            lines = row["line_start"], row["line_end"]
+        elif start is not None and end is not None:
+            lines = line_range(row["head"] or b"", start, end)
         found.append(
             Hit(
                 score=score,

@@ -85,8 +85,10 @@ def insert_cut_chunk(
     pending: tuple[str, ...] = (),
     *,
     index_text: bool = True,
+    lines: tuple[int, int] | None = None,
 ) -> int:
-    """Store one chunk of a cut (gligabao.chunk.Chunk) under its document."""
+    """Store one chunk of a cut (gligabao.chunk.Chunk) under its document; `lines`, the
+    lines it spans there (LineIndex.span), are kept so that a hit need not count them."""
     return insert_chunk(
         conn,
         document_id=document_id,
@@ -102,6 +104,7 @@ def insert_cut_chunk(
         pending=pending,
         index_text=index_text,
         locations=getattr(chunk, "locations", None),
+        lines=lines,
     )
 
 
@@ -283,10 +286,11 @@ def insert_chunk(
     pending: Iterable[str] | str = (),
     index_text: bool = True,
     locations: Mapping[str, Any] | None = None,
+    lines: tuple[int, int] | None = None,
 ) -> int:
     """Store chunk `chunk_index` of a document, keyword-indexed as embedded_text();
     ``locations`` (a PDF's pages, a chat's messages) in the ``locations`` column only,
-    never in the indexed text."""
+    never in the indexed text; ``lines``, the first and last line it spans."""
     with transaction(conn):
         # What a chunk takes from its document, not the document's whole text: read once
         # a chunk, that was the document's size again for every chunk stored.
@@ -305,8 +309,9 @@ def insert_chunk(
             conn,
             """INSERT INTO gb_artifacts(dataset_id, kind, session_id, valid_at, created_at,
                    parent_id, text, chunk_index, start_offset, end_offset, tokens,
-                   overlap_tokens, reference_time, mode, section, anchor, context, pending)
-               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   overlap_tokens, reference_time, mode, section, anchor, context, pending,
+                   line_start, line_end)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 doc["dataset_id"],
                 doc["kind"],
@@ -326,6 +331,7 @@ def insert_chunk(
                 anchor,
                 context,
                 _pending(pending),
+                *(lines or (None, None)),
             ),
         )
         _set_locations(conn, chunk_id, locations)

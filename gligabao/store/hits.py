@@ -53,14 +53,15 @@ def superseded_rows(conn: Connection, dataset_id: int) -> int:
 
 def details(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """What each chunk or unchunked document shows as a hit, by id: its text, offsets,
-    section and locations, its document's id and source, and `head`, the document up to
-    the chunk's end as UTF-8 bytes (None for a document): enough to count the lines
-    before and in the chunk without reading the rest of the document."""
+    lines, section and locations, its document's id and source, and, for a chunk stored
+    without its lines (before they were kept), `head`, the document up to the chunk's
+    end as UTF-8 bytes, to count them from (else None): a long document's text, read
+    for every hit."""
     rows = query(
         conn,
         f"""SELECT a.id, a.parent_id, a.text, a.start_offset, a.end_offset, a.section,
-                  a.locations, d.id AS document_id, d.source,
-                  CASE WHEN a.parent_id IS NULL THEN NULL
+                  a.locations, a.line_start, a.line_end, d.id AS document_id, d.source,
+                  CASE WHEN a.parent_id IS NULL OR a.line_start IS NOT NULL THEN NULL
                        ELSE {dialect.of(conn).byte_prefix("d.text", "a.end_offset")} END AS head
            FROM gb_artifacts a JOIN gb_artifacts d ON d.id = coalesce(a.parent_id, a.id)
            WHERE a.id IN {dialect.of(conn).id_list("?")}""",

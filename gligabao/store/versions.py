@@ -111,9 +111,11 @@ def copy_chunk(
     document: Mapping[str, Any],
     old: Mapping[str, Any],
     chunk: Any,
+    lines: tuple[int, int] | None = None,
 ) -> int:
     """Store `chunk` (gligabao.chunk.Chunk) of `document` as the copy of the stored chunk
-    row `old` (from reusable_chunks), in one transaction, and return its id. Where an
+    row `old` (from reusable_chunks), spanning `lines`, in one transaction, and return
+    its id. Where an
     offline run stored its row, stages pending, that row is completed; where another run
     stored it whole meanwhile, nothing is done."""
     session = document["session_id"]
@@ -129,7 +131,9 @@ def copy_chunk(
         embedding_context = "\n".join(p for p in (context, old["situating"] or "") if p)
         chunk_id = stored and stored["id"]
         if chunk_id is None:
-            chunk_id = artifacts.insert_cut_chunk(conn, document["id"], chunk, index_text=False)
+            chunk_id = artifacts.insert_cut_chunk(
+                conn, document["id"], chunk, index_text=False, lines=lines
+            )
         artifacts.index_artifact_text(
             conn,
             chunk_id,

@@ -3,6 +3,7 @@ process stored a chunk of the same document first."""
 
 from __future__ import annotations
 
+from gligabao.base.lines import LineIndex
 from gligabao.chunk import ChunkSettings, cut
 from gligabao.remember.resolve import Extraction, Resolver
 from gligabao.remember.write import Piece, Writer
@@ -52,9 +53,10 @@ def test_a_chunk_stored_by_another_process_lends_its_facts_to_later_chunks(tmp_p
     theirs = _pieces(text, conn, ds.id)
     doc_id = artifacts.insert_document(conn, dataset_id=ds.id, text=text, chunk_count=len(mine))
     document = artifacts.get_artifact(conn, doc_id)
-    Writer(conn, ds.id, document).store(theirs[0])  # another process stores chunk 1 first
+    lines = LineIndex(text)
+    Writer(conn, ds.id, document, lines).store(theirs[0])  # another process stores chunk 1 first
 
-    writer = Writer(conn, ds.id, document)
+    writer = Writer(conn, ds.id, document, lines)
     assert writer.store(mine[0]).edges == []  # already stored: skipped
     later = [writer.store(piece) for piece in mine[1:]]
 

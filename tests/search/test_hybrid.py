@@ -14,7 +14,7 @@ from gligabao.search.hybrid import fuse, search
 from gligabao.store import open_db
 from gligabao.store.artifacts import insert_chunk, insert_document
 from gligabao.store.datasets import find_dataset, get_or_create_dataset
-from tests.support.helpers import SECRET
+from tests.support.helpers import SECRET, rows
 from tests.support.llm_server import Fault
 
 HIT_KEYS = {
@@ -99,6 +99,7 @@ def test_library_hits_point_at_lines_and_map_summaries_to_their_chunk(tmp_path: 
     doc = insert_document(
         conn, dataset_id=ds.id, text=text, source="crafted.txt", chunk_count=2, status="complete"
     )
+    # Chunks stored without their lines, as before they were kept: counted from the text.
     cut = data.index(b"the zebra")
     insert_chunk(
         conn,
@@ -176,7 +177,13 @@ def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, backend, onli
         data = Path(Path(hit["source"]).name).read_bytes()
         assert data[hit["start_offset"] : hit["end_offset"]].decode() == hit["text"]
         before = data[: hit["start_offset"]].count(b"\n") + 1
-        assert hit["line_start"] == before and hit["line_end"] >= hit["line_start"]
+        last = data[: max(hit["start_offset"], hit["end_offset"] - 1)].count(b"\n") + 1
+        assert (hit["line_start"], hit["line_end"]) == (before, last)
+    # Each chunk keeps its lines, counted as it was stored: a hit reads no document.
+    assert all(
+        r["line_start"]
+        for r in rows("SELECT line_start FROM gb_artifacts WHERE chunk_index IS NOT NULL")
+    )
 
 
 def test_default_output_shows_path_lines_and_score(gb_cli, backend, online, corpus) -> None:

@@ -5,9 +5,13 @@ the same rows it shared 0-2 of FTS5 bm25's top 10, and hybrid search leans on th
 keyword half's order. So bm25 is computed here, with FTS5's constants (k1 = 1.2,
 b = 0.75, an idf of 1e-6 for a word in half the rows or more), from statistics the
 triggers keep (migrations: gb_fts_totals, gb_fts_terms): a query reads one row of
-statistics a word, and then only the rows that hold its words, never all of them. As
-on SQLite, the words in half the rows or more, which bm25 weighs at nothing, are left
-out of a search unless the others find too few rows (_ranked).
+statistics a word, and then only the rows that hold its words, never all of them. The
+artifacts (chunks of ~1,000 words) are scored from their postings (gb_fts_postings: a
+word's count in a row, and the row's length), read in an index, not from their
+tsvectors, each of which would be read whole; entities and facts, a sentence each,
+from their tsvectors. As on SQLite, the words in half the rows or more, which bm25
+weighs at nothing, are left out of a search unless the others find too few rows
+(_ranked).
 
 Words are PostgreSQL's `english` configuration's (the Porter stemmer, as FTS5's
 `porter` tokenizer; its stop words are not indexed at all).
@@ -80,9 +84,10 @@ class _Index:
     table: str
     words: str = "words"
     length: str = "length"
+    posted: bool = False  # scored from gb_fts_postings, not from its rows' tsvectors
 
 
-_ARTIFACTS = _Index("artifacts", "gb_fts_artifacts")
+_ARTIFACTS = _Index("artifacts", "gb_fts_artifacts", posted=True)
 _EDGES = _Index("edges", "gb_fts_edges")
 _ENTITIES = _Index("entities", "gb_fts_entities")
 _ENTITY_NAMES = _Index("entity_names", "gb_fts_entities", "name_words", "name_length")
@@ -173,6 +178,57 @@ def _bm25(
     )
 
 
+def _bm25_posted(
+    conn: Connection,
+    terms: list[str],
+    found_by: list[str],
+    idf: dict[str, float],
+    average: float,
+    where: str,
+    params: dict[str, Any],
+    limit: int,
+    columns: str,
+) -> list[dict[str, Any]]:
+    """_bm25 of the artifacts, from their postings (gb_fts_postings), read in the index
+    alone: the postings of `found_by` give the rows; where `terms` holds more words,
+    each of those rows' postings of them are looked up, a probe a row and word. The
+    rows' own columns are read for the best `limit` alone."""
+    score = f"""-sum(q.idf * p.tf * {_K1 + 1}
+                    / (p.tf + {_K1} * (1 - {_B} + {_B} * p.length / :average)))"""
+    rows = (
+        "gb_fts_postings p"
+        if set(found_by) >= set(terms)
+        else """(SELECT DISTINCT id FROM gb_fts_postings
+                 WHERE dataset_id = :d AND term = ANY(CAST(:found_by AS text[]))) c
+                JOIN gb_fts_postings p ON p.id = c.id"""
+    )
+    sql = f"""
+        WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idf AS float8[]))
+                   AS q(term, idf)),
+        best AS (
+            SELECT p.id, {score} AS rank
+            FROM {rows} JOIN q ON q.term = p.term
+            WHERE p.dataset_id = :d AND {where.format(id="p.id")}
+            GROUP BY p.id
+            ORDER BY rank, p.id
+            LIMIT :limit)
+        SELECT {columns}, best.rank
+        FROM best JOIN gb_fts_artifacts f ON f.id = best.id
+        ORDER BY best.rank, best.id"""
+    return query(
+        conn,
+        sql,
+        {
+            **params,
+            "terms": terms,
+            "idf": [idf[t] for t in terms],
+            "average": average,
+            "found_by": found_by,
+            "limit": limit,
+        },
+    )
+
+
 # A word in at most this share of the rows is rare: the rows holding one are few to score.
 _RARE = 0.05
 
@@ -196,31 +252,34 @@ def _ranked(
     of them scores at most what the others can give (a word adds less than its idf
     times k1 + 1), so when the last of the `limit` best scores at least that, no row
     left out could rank among them. Else the words in fewer than half the rows are
-    searched for, and the ones in half or more, which bm25 weighs at nothing, only when
-    those find too few rows, as on SQLite."""
+    searched for and scored, and the ones in half or more, which bm25 weighs at
+    nothing, only when those find too few rows, as on SQLite. `where` names the row's
+    id as `{id}`."""
     terms = _terms(conn, words_of(text))
     if not terms or limit <= 0:
         return []
     rows, average, held = _statistics(conn, index, terms)
     idf = {t: _idf(rows, held.get(t, 0)) for t in terms}
-    scope = f"f.dataset_id = :d AND {where}"
     args = {"d": dataset_id, **(params or {})}
 
-    def ranked(found_by: list[str]) -> list[dict[str, Any]]:
-        return _bm25(conn, index, terms, found_by, idf, average, scope, args, limit, columns)
+    def ranked(scored: list[str], found_by: list[str]) -> list[dict[str, Any]]:
+        if index.posted:
+            return _bm25_posted(conn, scored, found_by, idf, average, where, args, limit, columns)
+        scope = f"f.dataset_id = :d AND {where.format(id='f.id')}"
+        return _bm25(conn, index, scored, found_by, idf, average, scope, args, limit, columns)
 
     rare = [t for t in terms if held.get(t, 0) <= rows * _RARE]
-    if rare and len(rare) < len(terms):
-        hits = ranked(rare)
-        most_left_out = sum(idf[t] for t in terms if t not in rare) * (_K1 + 1)
+    telling = [t for t in terms if held.get(t, 0) < (rows + 1) // 2]
+    if rare and len(rare) < len(telling):
+        hits = ranked(telling, rare)
+        most_left_out = sum(idf[t] for t in telling if t not in rare) * (_K1 + 1)
         if len(hits) >= limit and -hits[-1]["rank"] >= most_left_out:
             return hits
-    telling = [t for t in terms if held.get(t, 0) < (rows + 1) // 2]
     if telling and len(telling) < len(terms):
-        hits = ranked(telling)
+        hits = ranked(telling, telling)
         if len(hits) >= limit:
             return hits
-    return ranked(terms)
+    return ranked(terms, terms)
 
 
 def search_artifacts(
@@ -229,7 +288,7 @@ def search_artifacts(
     where = (
         "TRUE"
         if session is None
-        else "f.id IN (SELECT id FROM gb_artifacts WHERE dataset_id = :d AND session_id = :s)"
+        else "{id} IN (SELECT id FROM gb_artifacts WHERE dataset_id = :d AND session_id = :s)"
     )
     return _ranked(
         conn,
@@ -239,7 +298,7 @@ def search_artifacts(
         limit,
         where=where,
         params={"s": session},
-        columns="f.id AS artifact_id, min(f.kind) AS kind",
+        columns="f.id AS artifact_id, f.kind",
     )
 
 

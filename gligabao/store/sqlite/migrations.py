@@ -272,7 +272,15 @@ CREATE TABLE gb_copies (
 );
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8]
+# The lines a chunk spans in its document, counted when it is stored: a hit shows them
+# without reading the document up to the chunk (a long document's text, every hit).
+# NULL for the chunks stored before this step, whose lines are counted as before.
+_V9 = """
+ALTER TABLE gb_artifacts ADD COLUMN line_start INTEGER;
+ALTER TABLE gb_artifacts ADD COLUMN line_end INTEGER;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
