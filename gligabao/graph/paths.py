@@ -14,7 +14,6 @@ evidence.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,8 +46,8 @@ class Hop:
 @dataclass(frozen=True)
 class Paths:
     """The shortest chains of facts from one entity to another (each entity `{id, name,
-    type}`), at most MOST_PATHS of them, shortest first and then by their facts' ids:
-    what `gb path --json` prints. None found: `paths` is empty."""
+    type}`), at most MOST_PATHS of them, in the order of their facts' ids: what `gb path
+    --json` prints. None found: `paths` is empty."""
 
     source: dict[str, Any]
     target: dict[str, Any]
@@ -148,19 +147,27 @@ def _chains(
     for steps in onward.values():
         steps.sort()
 
-    def walk(entity: int, chain: list[Step]) -> Iterator[list[Step]]:
-        if entity == goal:
-            yield chain
-            return
-        for edge, after in onward.get(entity, ()):
-            yield from walk(after, [*chain, (entity, after, edge)])
-
+    # Depth first, without recursion (a chain may be longer than Python's stack is
+    # deep), each chain held as a linked list of its steps, last first.
     found: list[list[Step]] = []
-    for chain in walk(start, []):
-        found.append(chain)
-        if len(found) == limit:
-            break
+    todo: list[tuple[int, Any]] = [(start, None)]
+    while todo and len(found) < limit:
+        entity, chain = todo.pop()
+        if entity == goal:
+            found.append(_unlinked(chain))
+            continue
+        for edge, after in reversed(onward.get(entity, ())):
+            todo.append((after, ((entity, after, edge), chain)))
     return found
+
+
+def _unlinked(chain: Any) -> list[Step]:
+    """The steps of a linked chain `(last step, (step before, ...))`, first first."""
+    steps: list[Step] = []
+    while chain is not None:
+        step, chain = chain
+        steps.append(step)
+    return steps[::-1]
 
 
 def _leading_to(parents: dict[int, list[tuple[int, int]]], goal: int) -> set[int]:
