@@ -33,9 +33,11 @@ from gligabao.errors import GbError, UsageError
 from gligabao.service.memory import Memory
 from gligabao.service.results import (
     EntityView,
+    Evidence,
     Fact,
     ForgetReport,
     Hit,
+    Paths,
     Remembered,
     Stats,
     Why,
@@ -43,14 +45,23 @@ from gligabao.service.results import (
 
 __all__ = ["READ_TOOLS", "WRITE_TOOLS", "build_server", "parse_http", "serve"]
 
-READ_TOOLS = ("search", "facts", "entity", "why", "get_document", "list_documents", "stats")
+READ_TOOLS = (
+    "search",
+    "facts",
+    "entity",
+    "path",
+    "why",
+    "get_document",
+    "list_documents",
+    "stats",
+)
 WRITE_TOOLS = ("remember_text", "remember_file", "forget")
 
 INSTRUCTIONS = """\
 gb is a memory of documents: their chunks, summaries and a temporal knowledge graph
 (facts with the time they held and the lines that state them). Use `search` for passages,
-`facts` and `entity` for what is (or was) true, `why` for the evidence of a fact, and cite
-the `path:LINE-LINE` places the answers give."""
+`facts` and `entity` for what is (or was) true, `path` for how two entities are linked,
+`why` for the evidence of a fact, and cite the `path:LINE-LINE` places the answers give."""
 
 # ---- what each tool answers: the objects --json prints, declared as output schemas
 
@@ -61,6 +72,46 @@ class SearchOutput(TypedDict):
 
 class FactsOutput(TypedDict):
     facts: list[Fact]
+
+
+class EntityRef(TypedDict):
+    id: int
+    name: str
+    type: str
+
+
+class HopOutput(TypedDict):
+    """A fact of a chain, as `gb facts --json` prints it, and whether the chain crosses
+    it from its target to its source."""
+
+    id: int
+    source: str
+    relation: str
+    target: str
+    fact: str
+    valid_at: str | None
+    invalid_at: str | None
+    created_at: str
+    expired_at: str | None
+    status: str
+    closed_by: dict[str, Any] | None
+    evidence: list[Evidence]
+    reversed: bool
+
+
+# `from` is a Python keyword: the functional form.
+PathOutput = TypedDict(
+    "PathOutput",
+    {
+        "from": EntityRef,
+        "to": EntityRef,
+        "at": str | None,
+        "known_at": str | None,
+        "max_depth": int,
+        "found": bool,
+        "paths": list[list[HopOutput]],
+    },
+)
 
 
 class ChunkOutput(TypedDict):
@@ -206,6 +257,26 @@ def build_server(
         def run() -> tuple[Any, str]:
             view = memory.entity(name, depth=depth, at=at)
             return view.as_json(), _entity_text(view)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def path(
+        a: Annotated[str, Field(min_length=1, description="One entity's name, or its id.")],
+        b: Annotated[str, Field(min_length=1, description="The other's name, or its id.")],
+        at: Moment = None,
+        known_at: Moment = None,
+        max_depth: Annotated[int, Field(ge=1, le=10)] = 4,
+    ) -> Annotated[CallToolResult, PathOutput]:
+        """How two entities are linked: the shortest chains of facts between them (a few
+        at most), each fact with when it held and the lines that state it. Facts current
+        now, or true `at` a time, or held by the graph `known_at` one; a fact links its
+        entities either way. `found` is false when no chain of `max_depth` facts links
+        them. Several close names: an error listing them with their ids."""
+
+        def run() -> tuple[Any, str]:
+            found = memory.path(a, b, at=at, known_at=known_at, max_depth=max_depth)
+            return found.as_json(), _paths_text(found)
 
         return answer(run)
 
@@ -471,6 +542,17 @@ def _entity_text(view: EntityView) -> str:
         lines.append(f"neighbours: {near}")
     if view.documents:
         lines.append("documents: " + ", ".join(f"{d['id']} {d['source']}" for d in view.documents))
+    return "\n".join(lines)
+
+
+def _paths_text(found: Paths) -> str:
+    ends = f"{found.source['name']} and {found.target['name']}"
+    if not found.found:
+        return f"no chain of at most {counted(found.max_depth, 'fact')} links {ends}"
+    lines = [f"{counted(len(found.paths), 'chain')} of facts link {ends}:"]
+    for number, hops in enumerate(found.paths, 1):
+        lines.append(f"chain {number}:")
+        lines += [f"  {_fact_line(hop.fact)}" for hop in hops]
     return "\n".join(lines)
 
 

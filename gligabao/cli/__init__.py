@@ -17,6 +17,7 @@ COMMANDS = {
     "facts": "graph",
     "entity": "graph",
     "entities": "graph",
+    "path": "graph",
     "why": "graph",
     "export": "export",
     "show": "documents",

@@ -66,6 +66,7 @@ FLAGS = {
     "k": "--limit",
     "limit": "--limit",
     "depth": "--depth",
+    "max_depth": "--max-depth",
     "at": "--at",
     "known_at": "--known-at",
     "about": "--about",

@@ -1,5 +1,5 @@
-"""`gb facts`, `gb entity`, `gb entities` and `gb why`: the temporal knowledge graph, read
-back with its evidence.
+"""`gb facts`, `gb entity`, `gb entities`, `gb path` and `gb why`: the temporal knowledge
+graph, read back with its evidence.
 
 All only read: they open the database without creating one (exit 6 when there is none).
 """
@@ -10,6 +10,7 @@ import typer
 
 from gligabao.cli import options, render
 from gligabao.cli.app import command, memory
+from gligabao.errors import ExitCode
 
 
 @command("facts")
@@ -140,6 +141,50 @@ def entities_command(
         render.notice("no entities" + (f" for {query!r}" if query else ""))
         return
     render.entities_table(shown)
+
+
+@command("path")
+def path_command(
+    first: str = typer.Argument(metavar="A", help="One entity: its name (any case) or id."),
+    second: str = typer.Argument(metavar="B", help="The other entity: its name or id."),
+    at: str = typer.Option(
+        None, "--at", metavar="TIME", help="Through the facts true at this time (ISO-8601)."
+    ),
+    known_at: str = typer.Option(
+        None,
+        "--known-at",
+        metavar="TIME",
+        help="Through the facts the graph held at this time (ISO-8601).",
+    ),
+    max_depth: int = typer.Option(4, "--max-depth", metavar="N", help="Chains of at most N facts."),
+    db: options.Db = None,
+    schema: options.Schema = None,
+    dataset: options.Dataset = None,
+    config_path: options.ConfigPath = None,
+    as_json: options.Json = False,
+) -> None:
+    """How two entities are linked: the shortest chains of facts.
+
+    The shortest chains of facts linking two entities, a few at most: each fact with
+    its interval and where it is stated. A fact links its two entities either way; it is
+    shown in its own direction. Only current facts, unless --at asks for those true then
+    or --known-at for those the graph held then.
+
+    Names are matched as gb entity matches them: several close entities are listed with
+    their ids (exit 1). No chain of at most --max-depth facts: exit 1 (--json still
+    prints the answer, with "found": false). No LLM is asked anything.
+
+    Example: gb path "Alice Moreau" "Dmitri Novak" --at 2022-01-01 --max-depth 3
+    """
+    service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
+    found = service.path(first, second, at=at, known_at=known_at, max_depth=max_depth)
+    if as_json:
+        render.json_line(found.as_json())
+    else:
+        render.paths_view(found)
+    if not found.found:
+        render.error(render.no_path(found))
+        raise typer.Exit(int(ExitCode.FAILURE))
 
 
 @command("why")

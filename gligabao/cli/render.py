@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gligabao.base.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
-from gligabao.base.words import plural
+from gligabao.base.words import counted, plural
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
 from gligabao.read.documents import cite_described
@@ -977,6 +977,46 @@ def entity_view(view: Any) -> None:
         stdout.print(Text("documents:", style="bold"))
         for doc in view.documents:
             stdout.print(_text(f"   #{doc['id']} {doc['source']}"), soft_wrap=True)
+
+
+def _held(found: Any) -> str:
+    """Which facts a chain was sought through, in words."""
+    if found.at and found.known_at:
+        return f"facts true at {found.at} as the graph held them at {found.known_at}"
+    if found.at:
+        return f"facts true at {found.at}"
+    if found.known_at:
+        return f"facts the graph held at {found.known_at}"
+    return "current facts"
+
+
+def no_path(found: Any) -> str:
+    """The line that says two entities are not linked."""
+    return (
+        f"no chain of at most {counted(found.max_depth, 'fact')} links "
+        f"{found.source['name']} and {found.target['name']} through {_held(found)}"
+    )
+
+
+def paths_view(found: Any) -> None:
+    """The chains linking two entities: each hop a fact as facts_list shows it (its own
+    direction, its interval, where it is stated), marked when crossed backwards."""
+    if not found.found:
+        return
+    head = _assemble(
+        (found.source["name"], "bold"),
+        " ... ",
+        (found.target["name"], "bold"),
+        f": {counted(len(found.paths), 'chain')} of "
+        f"{counted(len(found.paths[0]), 'fact')}, through {_held(found)}",
+    )
+    stdout.print(head, soft_wrap=True)
+    for number, hops in enumerate(found.paths, 1):
+        stdout.print(Text(f"chain {number}:", style="bold"))
+        for hop in hops:
+            facts_list([hop.fact])
+            if hop.reversed:
+                stdout.print(_text("   (linked from its target to its source)", "dim"))
 
 
 def entities_table(items: list[Any]) -> None:

@@ -42,6 +42,7 @@ __all__ = [
     "entity",
     "facts",
     "find_entities",
+    "find_entity",
     "get_fact",
 ]
 
@@ -194,6 +195,20 @@ def find_entities(
         ids = [vectors.parse_vector_id(n.vector_id)[1] for n in nearest]
         close = store_facts.entities(conn, dataset.id, ids=ids)
     raise AmbiguousEntity(name, close)
+
+
+def find_entity(
+    conn: Connection,
+    dataset: Dataset,
+    name: str,
+    query_vector: Vector | Callable[[], Vector] | None = None,
+) -> dict[str, Any]:
+    """The one entity `name` means (see find_entities): several entities of that name,
+    of other types, raise AmbiguousEntity too."""
+    candidates = find_entities(conn, dataset, name, query_vector)
+    if len(candidates) > 1:  # one name, several types: say which
+        raise AmbiguousEntity(name, candidates)
+    return candidates[0]
 
 
 def facts(
@@ -373,10 +388,7 @@ def entity(
     other types, raise AmbiguousEntity): every fact touching it, closed ones marked (or those true
     at `at`), oldest first; the entities up to `depth` facts away (through current facts,
     or facts true at `at`); the documents that mention it."""
-    candidates = find_entities(conn, dataset, name, query_vector)
-    if len(candidates) > 1:  # one name, several types: say which
-        raise AmbiguousEntity(name, candidates)
-    (found,) = candidates
+    found = find_entity(conn, dataset, name, query_vector)
     rows = store_facts.facts(conn, dataset.id, entity_ids=[found["id"]], at=at, closed=at is None)
     timeline = sorted(attach_evidence(conn, rows), key=lambda f: (f.valid_at or "", f.id))
     seen, frontier, near = {found["id"]}, [found["id"]], []

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gligabao.graph import queries
+from gligabao.errors import UsageError
+from gligabao.graph import paths, queries
+from gligabao.graph.paths import Paths
 from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
 from gligabao.service.searching import Notice, or_bm25, query_vector
 
@@ -32,6 +34,7 @@ __all__ = [
     "entity",
     "evidence_lines",
     "facts",
+    "path",
     "why",
 ]
 
@@ -124,6 +127,29 @@ def entities(
         )
 
     return _searched(run, vector, notice)
+
+
+def path(
+    conn: Connection,
+    dataset: Dataset,
+    first: str,
+    second: str,
+    *,
+    at: str | None,
+    known_at: str | None,
+    max_depth: int,
+) -> Paths:
+    """The shortest chains of facts between two entities named or by id (gb path). No
+    model is asked anything: a name no entity has is not looked up by meaning."""
+    source = queries.find_entity(conn, dataset, first)
+    target = queries.find_entity(conn, dataset, second)
+    if source["id"] == target["id"]:
+        raise UsageError(
+            f"{first!r} and {second!r} are one entity ({source['id']} {source['name']}): name two"
+        )
+    return paths.shortest_paths(
+        conn, dataset, source, target, at=at, known_at=known_at, max_depth=max_depth
+    )
 
 
 def why(conn: Connection, dataset: Dataset, fact_id: int) -> Why | None:

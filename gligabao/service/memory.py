@@ -39,6 +39,7 @@ from gligabao.service import arguments
 if TYPE_CHECKING:
     from gligabao.base.stopping import Stop
     from gligabao.graph.export import Graph
+    from gligabao.graph.paths import Paths
     from gligabao.graph.queries import Entity, EntityView, Fact
     from gligabao.remember.result import Remembered
     from gligabao.service.evaluation import Evaluation
@@ -140,7 +141,8 @@ class Memory:
     # ---- the database
 
     @property
-    def path(self) -> str:
+    def database(self) -> str:
+        """The database: a file's path, or a postgresql:// URL."""
         return self.config["database"]
 
     @property
@@ -175,7 +177,7 @@ class Memory:
             from gligabao.store import open_db
 
             self._conn = open_db(
-                self.path,
+                self.database,
                 busy_timeout_ms=int(self.config["busy_timeout"] * 1000),
                 create=create,
                 schema=self.config["schema"],
@@ -311,6 +313,30 @@ class Memory:
         return facts.entities(self.config, conn, found, query, limit=k, notice=self._notice)
 
     @_one_at_a_time
+    def path(
+        self,
+        a: str,
+        b: str,
+        *,
+        at: str | None = None,
+        known_at: str | None = None,
+        max_depth: int = 4,
+        dataset: str | None = None,
+    ) -> Paths:
+        """The shortest chains of facts linking two entities, each named as `entity`
+        names one (as `gb path`): through the facts current now, or true `at` a time, or
+        held `known_at` one, each fact crossed either way, at most `max_depth` of them;
+        a few chains at most, each fact with its evidence. `found` is False for none."""
+        from gligabao.service import facts
+
+        a = self._args.text("a", a, what="entity name")
+        b = self._args.text("b", b, what="entity name")
+        max_depth = self._args.count("max_depth", max_depth)
+        at, known_at = self._args.time("at", at), self._args.time("known_at", known_at)
+        conn, found = self._dataset(dataset)
+        return facts.path(conn, found, a, b, at=at, known_at=known_at, max_depth=max_depth)
+
+    @_one_at_a_time
     def why(self, fact_id: int, *, dataset: str | None = None) -> Why:
         """A fact with its evidence and, when closed, what closed it (as `gb why`)."""
         from gligabao.service import facts
@@ -357,7 +383,7 @@ class Memory:
             at=at,
             output=None if output is None else Path(output),
             stream=stream or sys.stdout,
-            database=Path(self.path),
+            database=Path(self.database),
         )
 
     # ---- records
@@ -547,7 +573,9 @@ class Memory:
         no password."""
         from gligabao.store.opening import is_url, safe_db_url
 
-        return safe_db_url(self.path) if is_url(self.path) else os.path.basename(self.path)
+        return (
+            safe_db_url(self.database) if is_url(self.database) else os.path.basename(self.database)
+        )
 
     def _no_document(self, artifact_id: int, what: str) -> Exception:
         """The answer for an id that names nothing stored, in the words of the one who

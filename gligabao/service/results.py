@@ -4,7 +4,8 @@ declares them as its tools' output schemas): one type an operation."""
 from __future__ import annotations
 
 from gligabao.graph.export import Graph
-from gligabao.graph.queries import Entity, EntityView, Fact
+from gligabao.graph.paths import Hop, Paths
+from gligabao.graph.queries import Entity, EntityView, Evidence, Fact
 from gligabao.remember.result import Remembered
 from gligabao.remember.status import SyncStatus
 from gligabao.search.evaluate import EvalResult
@@ -22,11 +23,14 @@ __all__ = [
     "EntityView",
     "EvalResult",
     "Evaluation",
+    "Evidence",
     "Fact",
     "ForgetReport",
     "Graph",
     "Hit",
     "Hits",
+    "Hop",
+    "Paths",
     "Preview",
     "Remembered",
     "Stats",

@@ -18,6 +18,7 @@ from gligabao.store.dialect import NO_LIMIT
 
 __all__ = [
     "document_bytes",
+    "edge_ends",
     "edge_ids_fts",
     "entities",
     "entity_documents",
@@ -75,20 +76,11 @@ def facts(
         "+e.dataset_id = :d" if ids is not None or entity_ids is not None else "e.dataset_id = :d"
     ]
     d = dialect.of(conn)
-    if at is not None:
-        where.append(_true_at(conn))
-    if known_at is not None:
-        where.append(_known_at(conn))
-    if at is None and known_at is None and not closed:
-        where.append(current(conn))
+    where += _in_time(conn, at, known_at, closed)
     if ids is not None:
         where.append(f"e.id IN {d.id_list(':ids')}")
     if entity_ids is not None:
-        ents = d.id_list(":ents")
-        where.append(
-            f"""e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN {ents}
-                        UNION SELECT id FROM gb_edges WHERE target_entity_id IN {ents})"""
-        )
+        where.append(_touching(conn))
     if relation is not None:
         where.append("e.relation = :rel")
     if session is not None:
@@ -120,6 +112,46 @@ def facts(
         },
     )
     return _in_order(rows, ids, limit)
+
+
+def _in_time(conn: Connection, at: str | None, known_at: str | None, closed: bool) -> list[str]:
+    """The conditions of `facts`' time filters on `e`: true at `at`, held at `known_at`,
+    else current unless `closed` (every fact)."""
+    where = []
+    if at is not None:
+        where.append(_true_at(conn))
+    if known_at is not None:
+        where.append(_known_at(conn))
+    if at is None and known_at is None and not closed:
+        where.append(current(conn))
+    return where
+
+
+def _touching(conn: Connection) -> str:
+    """The condition that fact `e` has one of the entities `:ents` at either end."""
+    ents = dialect.of(conn).id_list(":ents")
+    return f"""e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN {ents}
+                      UNION SELECT id FROM gb_edges WHERE target_entity_id IN {ents})"""
+
+
+def edge_ends(
+    conn: Connection,
+    dataset_id: int,
+    entity_ids: Sequence[int],
+    *,
+    at: str | None = None,
+    known_at: str | None = None,
+) -> list[dict[str, Any]]:
+    """The facts touching any of `entity_ids`, filtered in time as `facts` filters them,
+    as no more than their ends (`id`, `source_entity_id`, `target_entity_id`), by id: one
+    step of a walk over the graph, for a whole frontier of entities at once."""
+    where = ["+e.dataset_id = :d", _touching(conn), *_in_time(conn, at, known_at, False)]
+    return query(
+        conn,
+        f"""SELECT e.id, e.source_entity_id, e.target_entity_id FROM gb_edges e
+            WHERE {" AND ".join(where)} ORDER BY e.id""",
+        {"d": dataset_id, "at": at, "known": known_at, "ents": json_ids(entity_ids)},
+    )
 
 
 def _in_order(
