@@ -22,8 +22,16 @@ from gligabao.errors import ConfigError, UsageError
 if TYPE_CHECKING:
     from gligabao.chunk import ChunkSettings
 
-# The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's.
-STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank")
+# The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's,
+# answer gb ask's.
+STAGES = (
+    "extract_graph",
+    "summarize_chunk",
+    "resolve",
+    "contextualize_chunk",
+    "rerank",
+    "answer",
+)
 REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"
 
