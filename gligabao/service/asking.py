@@ -86,9 +86,9 @@ def require_chat(config: Config) -> None:
 
     if not Endpoints.from_config(config).chat_available:
         raise ConfigError(
-            f"gb ask needs a chat endpoint, and none is configured: set "
-            f"{config['llm.api_key_env']} or llm.base_url (OPENAI_BASE_URL); without one, "
-            "gb facts and gb search read the memory"
+            "no chat endpoint is configured, and an answer needs one: set "
+            f"{config['llm.api_key_env']} or llm.base_url (OPENAI_BASE_URL); gb facts and "
+            "gb search read the memory without one"
         )
 
 

@@ -39,9 +39,9 @@ UNSUPPORTED = "[no source]"
 # A marker: [3], or several numbers in one, [1, 3].
 _MARKER = re.compile(r"\[(\d+(?:\s*,\s*\d+)*)\]")
 # A sentence: up to its end mark and the markers after it (before a word that does not
-# begin in lower case: "e.g. this" goes on), or to the end of the text.
+# begin in lower case, "e.g. this" goes on, nor with a marker), or to the end of the text.
 _SENTENCE = re.compile(
-    r"\S.*?(?:[.!?](?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s+[^\sa-z]|\s*$)|$)", re.DOTALL
+    r"\S.*?(?:[.!?](?:\s*\[\d+(?:\s*,\s*\d+)*\])*(?=\s+[^\sa-z\[]|\s*$)|$)", re.DOTALL
 )
 
 
@@ -148,8 +148,9 @@ def chunk_source(n: int, hit: Hit) -> Source:
 @dataclass(frozen=True)
 class Citation:
     """A citation that holds: its source's number, what it is, where its quote is (the
-    quote's own lines in a chunk; the fact's evidence for a fact) and whether the quote
-    was found as given (`exact`) or only tolerantly."""
+    quote's own lines in a chunk; the fact's evidence for a fact), the quote in the
+    source's own words, and whether it was found as the model gave it (`exact`) or only
+    tolerantly (other case or spacing)."""
 
     n: int
     kind: str
@@ -213,11 +214,13 @@ def _cited(source: Source, quote: str) -> Citation | None:
     span = locate_quote(quote, source.text)
     if span.start_offset is None or span.end_offset is None:
         return None
+    data = source.text.encode("utf-8")
+    # The words as the source has them: a quote found only tolerantly is shown as said.
+    found = data[span.start_offset : span.end_offset].decode("utf-8", "replace")
     first, last = source.line_start, source.line_end
     locations = source.locations
     doc_source, document_id = source.source, source.document_id
     if source.kind == "chunk" and first is not None:
-        data = source.text.encode("utf-8")
         first = first + data.count(b"\n", 0, span.start_offset)
         last = first + data.count(
             b"\n", span.start_offset, max(span.start_offset, span.end_offset - 1)
@@ -236,7 +239,7 @@ def _cited(source: Source, quote: str) -> Citation | None:
         line_start=first,
         line_end=last,
         locations=locations,
-        quote=span.quote or quote,
+        quote=found,
         exact=span.exact,
         interval=source.interval,
     )
