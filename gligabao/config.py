@@ -363,7 +363,12 @@ def _take(path: Path, key: str, value: Any, values: dict[str, Any], warnings: li
         # meant, so the user need not look through gligabao.toml.example for it.
         import difflib
 
-        near = difflib.get_close_matches(key, BY_KEY, n=1, cutoff=0.6)
+        # A key of the same name in another table first: "models.base_url" means
+        # llm.base_url more likely than models.answer, which is spelt as much alike.
+        leaf = key.rpartition(".")[2]
+        same = [k for k in BY_KEY if k.rpartition(".")[2] == leaf]
+        near = difflib.get_close_matches(key, same, n=1, cutoff=0) if same else []
+        near = near or difflib.get_close_matches(key, BY_KEY, n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         warnings.append(f"{path}: unknown key {key!r} ignored{hint}")
 

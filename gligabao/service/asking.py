@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gligabao.calls import Asked, Spend
     from gligabao.config import Config
     from gligabao.llm.prompts import ChatRequest
+    from gligabao.search.hybrid import Hit
     from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
 
@@ -190,8 +191,25 @@ def gather(
         rerank=False,
         notice=notice,
     )
+    if known_at is not None:
+        hits = _stored_by(conn, hits, known_at)
     sources = [fact_source(n, f) for n, f in enumerate(chosen, start=1)]
     return sources + [chunk_source(n, h) for n, h in enumerate(hits, start=len(sources) + 1)]
+
+
+def _stored_by(conn: Connection, hits: list[Hit], known_at: str) -> list[Hit]:
+    """The hits of chunks stored by `known_at`: what the memory held then, as the facts
+    given are."""
+    from gligabao.base.times import canonical_time
+    from gligabao.store.artifacts import get_artifact
+
+    kept = []
+    for hit in hits:
+        row = get_artifact(conn, hit.artifact_id)
+        stored = canonical_time(row["created_at"]) if row else None
+        if stored is not None and stored <= known_at:
+            kept.append(hit)
+    return kept
 
 
 def _call(

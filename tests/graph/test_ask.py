@@ -130,6 +130,8 @@ def test_the_facts_sent_for_known_at_are_what_the_graph_held_then(
     sent = {fact for fact, _ in _sent_facts(online)}
     assert any("works at Acme Corp" in fact for fact in sent)
     assert not any("Globex" in fact or "Initech" in fact for fact in sent)  # not known yet
+    passages = [h for h, _ in _sent(online).values() if h.startswith("passage")]
+    assert passages == [f"passage, {absolute('y2015.txt')}:1"]  # nor the later texts
     _ask(gb_cli, QUESTION)  # now: the current employer only
     now = {fact for fact, _ in _sent_facts(online)}
     assert any("Initech" in fact for fact in now)
