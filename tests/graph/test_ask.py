@@ -299,3 +299,23 @@ def test_the_answer_model_is_its_own_setting(gb_cli, remembered, online) -> None
     listed = gb(gb_cli, "inferences", "--stage", "answer", "--json").stdout
     [row] = [json.loads(line) for line in listed.splitlines()]
     assert row["stage"] == "answer" and row["model"].startswith("gpt-4o-")
+
+
+def test_on_a_terminal_the_answer_streams_then_stays_once_as_checked(remembered, online) -> None:
+    from tests.behaviour.test_progress import _run_in_pty
+    from tests.support.helpers import gb_env
+
+    online.token_rate = 25  # the answer's ~40 tokens come over more than a second
+    screens = _run_in_pty(["ask", QUESTION], gb_env(online))
+    answer = "Alice Moreau works at Initech since 2021-09-01. [1]"
+    partial = [
+        s for s in screens if s and answer.startswith(s[-1]) and s[-1] != answer and len(s[-1]) > 5
+    ]
+    assert partial, screens  # words shown before the answer was whole
+    # The streamed words cleared: the answer once, then its source (a long path may
+    # wrap at the terminal's width).
+    assert screens[-1][0] == answer
+    shown = "".join(screens[-1][1:])
+    assert shown.startswith(f"[1] {absolute('y2021.txt')}:1  2021-09 -> current")
+    assert shown.endswith('    "Alice Moreau works at Initech since 2021-09-01."')
+    assert answer not in shown
