@@ -120,7 +120,7 @@ def test_the_facts_sent_for_at_are_those_gb_facts_gives_for_that_time(
 
 
 def test_the_facts_sent_for_known_at_are_what_the_graph_held_then(
-    gb_cli, remembered, online
+    backend, gb_cli, remembered, online
 ) -> None:
     after_2015 = remembered[0]
     _ask(gb_cli, QUESTION, "--known-at", after_2015)
@@ -164,7 +164,7 @@ def test_the_terminal_form_lists_each_source_with_its_place_quote_and_interval(
     assert '    "Alice Moreau works at Initech since 2021-09-01."' in lines
 
 
-def test_the_same_question_twice_makes_one_llm_call(gb_cli, remembered, online) -> None:
+def test_the_same_question_twice_makes_one_llm_call(backend, gb_cli, remembered, online) -> None:
     first = _ask(gb_cli, QUESTION, "--at", "2019-01-01")
     again = _ask(gb_cli, QUESTION, "--at", "2019-01-01")
     assert online.calls("answer") == 1
