@@ -114,18 +114,19 @@ class _Streaming:
         self._live: Any = None
 
     def __enter__(self) -> _Streaming:
-        if self._enabled:
-            from rich.live import Live
-
-            self._live = Live(console=self._console, transient=True, auto_refresh=False)
-            self._live.start()
         return self
 
     def add(self, piece: str | None) -> None:
         """A piece of the answer; None: it begins again."""
-        if self._live is None:
+        if not self._enabled:
             return
         from gligabao.cli.render import Text, visible
+
+        if self._live is None:  # from the first words: notices of the search said before
+            from rich.live import Live
+
+            self._live = Live(console=self._console, transient=True, auto_refresh=False)
+            self._live.start()
 
         self._text = "" if piece is None else self._text + piece
         self._live.update(Text(visible(self._text, lines=True), style="dim"), refresh=True)

@@ -319,3 +319,12 @@ def test_on_a_terminal_the_answer_streams_then_stays_once_as_checked(remembered,
     assert shown.startswith(f"[1] {absolute('y2021.txt')}:1  2021-09 -> current")
     assert shown.endswith('    "Alice Moreau works at Initech since 2021-09-01."')
     assert answer not in shown
+
+
+def test_a_server_without_structured_output_answers_in_prompt_mode(remembered, online) -> None:
+    online.structured_outputs = False  # the schema goes in the prompt; fences, <think>
+    heard: list[str | None] = []
+    with Memory() as memory:
+        answered = memory.ask(QUESTION, on_text=heard.append)
+    assert answered.supported and answered.answer.endswith("[1]")
+    assert "".join(p for p in heard if p) == answered.answer
