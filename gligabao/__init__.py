@@ -13,6 +13,7 @@ TYPE_CHECKING = False
 
 __all__ = [
     "AmbiguousEntity",
+    "Answered",
     "Entity",
     "EntityView",
     "Evidence",
@@ -30,6 +31,7 @@ __all__ = [
 # (and `gb --version`) must not pay for the store, the graph or the openai SDK.
 _LAZY = {
     "AmbiguousEntity": "gligabao.graph.queries",
+    "Answered": "gligabao.service.asking",
     "Entity": "gligabao.graph.queries",
     "EntityView": "gligabao.graph.queries",
     "Evidence": "gligabao.graph.queries",
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
     from gligabao.remember.result import Remembered
     from gligabao.search.hybrid import Hit
+    from gligabao.service.asking import Answered
     from gligabao.service.facts import Why
     from gligabao.service.memory import Memory
 

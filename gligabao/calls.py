@@ -21,6 +21,7 @@ from gligabao.errors import ExitCode, GbError
 from gligabao.llm import EMBED_STAGE, ChatRequest, Flight, LLMError, load_answer
 from gligabao.llm.endpoint import Crew, Stopped
 from gligabao.llm.float32 import Float32
+from gligabao.llm.streaming import OnContent
 from gligabao.store import Connection, inferences
 
 if TYPE_CHECKING:  # the client imports the openai SDK; it is passed in, not made here
@@ -104,7 +105,8 @@ class Budget:
     def stages(self) -> tuple[str, ...]:
         """The stages a `gb remember` run calls with this configuration."""
         contextual = self.config["contextual"]
-        skipped = {"rerank"} | (set() if contextual else {"contextualize_chunk"})  # search's
+        # rerank is search's, answer ask's: remember calls neither
+        skipped = {"rerank", "answer"} | (set() if contextual else {"contextualize_chunk"})
         chat = tuple(s for s in STAGES if s not in skipped)
         return (*chat, EMBED_STAGE)
 
@@ -205,9 +207,16 @@ class Calls:
         if self._carried_on:
             await asyncio.gather(*self._carried_on, return_exceptions=True)
 
-    async def ask(self, request: ChatRequest, *, contained: bool = False) -> Asked:
+    async def ask(
+        self,
+        request: ChatRequest,
+        *,
+        contained: bool = False,
+        on_content: OnContent | None = None,
+    ) -> Asked:
         """The answer to ``request``: a stored one if this exact request was answered.
-        A `contained` call's failure does not stop the run's other calls (see _to_the_end)."""
+        A `contained` call's failure does not stop the run's other calls (see _to_the_end);
+        `on_content` hears a streamed answer's text as it comes (never a stored one's)."""
         key = self.llm.request_hash(request)
         cached = inferences.find_answer(self.conn, key)
         if cached is not None:
@@ -221,10 +230,12 @@ class Calls:
                 reasoning = self.llm.config.reasoning_for(request.stage)
                 return Asked(value, cached.inference_id, cached.model_name, reasoning)
         return await self._to_the_end(
-            lambda flight: self._ask(request, key, flight), contained=contained
+            lambda flight: self._ask(request, key, flight, on_content), contained=contained
         )
 
-    async def _ask(self, request: ChatRequest, key: str, flight: Flight) -> Asked:
+    async def _ask(
+        self, request: ChatRequest, key: str, flight: Flight, on_content: OnContent | None
+    ) -> Asked:
         # The schema is billed as prompt too: sent with the request, or written into it.
         prompt = "\n".join([*(m["content"] for m in request.messages), json.dumps(request.schema)])
         model = self.llm.config.model_for(request.stage)
@@ -232,7 +243,7 @@ class Calls:
         sent = self._kept({"messages": [dict(m) for m in request.messages]})
         try:
             async with self._budgeted(model, prompt, max_output, answers) as paid:
-                answer = await self.llm.chat(request, key, flight)
+                answer = await self.llm.chat(request, key, flight, on_content)
                 paid.append(answer.inference.cost)
         except LLMError as exc:  # a rejected answer was paid for all the same
             if exc.inference is not None:

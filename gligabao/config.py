@@ -22,8 +22,16 @@ from gligabao.errors import ConfigError, UsageError
 if TYPE_CHECKING:
     from gligabao.chunk import ChunkSettings
 
-# The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's.
-STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank")
+# The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's,
+# answer gb ask's.
+STAGES = (
+    "extract_graph",
+    "summarize_chunk",
+    "resolve",
+    "contextualize_chunk",
+    "rerank",
+    "answer",
+)
 REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"
 
@@ -355,7 +363,12 @@ def _take(path: Path, key: str, value: Any, values: dict[str, Any], warnings: li
         # meant, so the user need not look through gligabao.toml.example for it.
         import difflib
 
-        near = difflib.get_close_matches(key, BY_KEY, n=1, cutoff=0.6)
+        # A key of the same name in another table first: "models.base_url" means
+        # llm.base_url more likely than models.answer, which is spelt as much alike.
+        leaf = key.rpartition(".")[2]
+        same = [k for k in BY_KEY if k.rpartition(".")[2] == leaf]
+        near = difflib.get_close_matches(key, same, n=1, cutoff=0) if same else []
+        near = near or difflib.get_close_matches(key, BY_KEY, n=1, cutoff=0.6)
         hint = f"; did you mean {near[0]!r}?" if near else ""
         warnings.append(f"{path}: unknown key {key!r} ignored{hint}")
 

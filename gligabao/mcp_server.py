@@ -32,6 +32,7 @@ from gligabao.base.words import counted, plural
 from gligabao.errors import GbError, UsageError
 from gligabao.service.memory import Memory
 from gligabao.service.results import (
+    Answered,
     EntityView,
     Evidence,
     Fact,
@@ -51,6 +52,7 @@ READ_TOOLS = (
     "entity",
     "path",
     "why",
+    "ask",
     "get_document",
     "list_documents",
     "stats",
@@ -61,7 +63,8 @@ INSTRUCTIONS = """\
 gb is a memory of documents: their chunks, summaries and a temporal knowledge graph
 (facts with the time they held and the lines that state them). Use `search` for passages,
 `facts` and `entity` for what is (or was) true, `path` for how two entities are linked,
-`why` for the evidence of a fact, and cite the `path:LINE-LINE` places the answers give."""
+`why` for the evidence of a fact, `ask` for an answer whose every citation was checked
+against its source, and cite the `path:LINE-LINE` places the answers give."""
 
 # ---- what each tool answers: the objects --json prints, declared as output schemas
 
@@ -112,6 +115,23 @@ PathOutput = TypedDict(
         "paths": list[list[HopOutput]],
     },
 )
+
+
+class AskOutput(TypedDict):
+    """`gb ask --json`: the answer, the citations that hold and those dropped."""
+
+    question: str
+    at: str | None
+    known_at: str | None
+    answer: str
+    citations: list[dict[str, Any]]
+    dropped_citations: list[dict[str, Any]]
+    unsupported_sentences: list[str]
+    supported: bool
+    inference_id: int | None
+    cost: float | None
+    reused: bool
+    sources: list[dict[str, Any]]
 
 
 class ChunkOutput(TypedDict):
@@ -288,6 +308,26 @@ def build_server(
         def run() -> tuple[Any, str]:
             found = memory.why(fact_id)
             return found.as_json(), _why_text(found)
+
+        return answer(run)
+
+    @server.tool(annotations=reading)
+    def ask(
+        question: Query,
+        at: Moment = None,
+        known_at: Moment = None,
+        k: Annotated[int, Field(ge=1, le=50)] = 6,
+        dataset: str | None = None,
+    ) -> Annotated[CallToolResult, AskOutput]:
+        """Answer a question from the memory with the chat model: from the facts that
+        match it and those of the entities it names (current ones; `at` those true then,
+        `known_at` those the graph held then) and the best chunks. Each citation is
+        checked against its source (path:LINE and the words quoted); those that fail are
+        dropped. `supported` false: nothing in the memory supports an answer."""
+
+        def run() -> tuple[Any, str]:
+            answered = memory.ask(question, at=at, known_at=known_at, k=k, dataset=dataset)
+            return answered.as_json(), _answer_text(answered)
 
         return answer(run)
 
@@ -562,6 +602,22 @@ def _why_text(found: Why) -> str:
     if found.closer is not None:
         reason = (found.closed_by or {}).get("reason") or "no reason given"
         lines.append(f"closed by: {_fact_line(found.closer)} ({reason})")
+    return "\n".join(lines)
+
+
+def _answer_text(answered: Answered) -> str:
+    """The answer and its citations, or, unsupported, the closest sources."""
+    lines = []
+    if answered.dropped:
+        lines.append(f"({counted(len(answered.dropped), 'citation')} dropped: not in its source)")
+    if not answered.supported:
+        lines.append("no support in the memory for an answer; the closest sources:")
+        lines += [f"[{s.n}] {s.where}: {_words(s.text)}" for s in answered.sources[:5]]
+        return "\n".join(lines)
+    lines.insert(0, answered.answer)
+    for c in answered.citations:
+        held = f" ({c.interval})" if c.interval else ""
+        lines.append(f'[{c.n}] {c.where}{held}: "{_words(c.quote)}"')
     return "\n".join(lines)
 
 

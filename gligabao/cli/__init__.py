@@ -14,6 +14,7 @@ import sys
 COMMANDS = {
     "remember": "remember",
     "search": "search",
+    "ask": "ask",
     "facts": "graph",
     "entity": "graph",
     "entities": "graph",

@@ -44,6 +44,7 @@ __all__ = [
     "find_entities",
     "find_entity",
     "get_fact",
+    "named_in",
 ]
 
 # The most candidates a method gives a filtered query (vec0's KNN takes no more).
@@ -209,6 +210,16 @@ def find_entity(
     if len(candidates) > 1:  # one name, several types: say which
         raise AmbiguousEntity(name, candidates)
     return candidates[0]
+
+
+def named_in(conn: Connection, dataset: Dataset, text: str, limit: int = 10) -> list[Entity]:
+    """The entities `text` names: those whose names share words with it (BM25 over
+    names), each kept only when the text holds every telling word of its name ("Acme" in
+    a question names "Acme Corp"; "the corp" names nothing)."""
+    ids = store_facts.entity_ids_fts(conn, dataset.id, text, limit * 4, names=True)
+    rows = store_facts.entities(conn, dataset.id, ids=ids)
+    named = [Entity.from_row(r) for r in rows if _names_every_word(text, r["name"])]
+    return named[:limit]
 
 
 def facts(

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gligabao.llm.client import LLM, Answer, Embeddings, Inference
     from gligabao.llm.prompts import (
         ChatRequest,
+        answer_request,
         check_answer,
         contextualize_chunk_request,
         extract_graph_request,
@@ -37,6 +38,7 @@ _LAZY = {
     **dict.fromkeys(
         (
             "ChatRequest",
+            "answer_request",
             "check_answer",
             "contextualize_chunk_request",
             "extract_graph_request",
@@ -60,6 +62,7 @@ __all__ = [
     "Inference",
     "LLMError",
     "SchemaMismatch",
+    "answer_request",
     "check_answer",
     "contextualize_chunk_request",
     "extract_graph_request",

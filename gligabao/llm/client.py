@@ -60,7 +60,7 @@ from gligabao.llm.limiter import NORMAL, URGENT, Limiter, Slot
 from gligabao.llm.prompts import ChatRequest
 from gligabao.llm.schema import SchemaMismatch, TooDeep, checked, parse_answer, repaired
 from gligabao.llm.split import InputLimit, Plan, combine
-from gligabao.llm.streaming import Assembled, NoEvents
+from gligabao.llm.streaming import Assembled, NoEvents, OnContent
 
 if TYPE_CHECKING:
     # The SDK is imported where a request is first made: its ~650 models take longer to
@@ -334,21 +334,33 @@ class LLM:
         return 1 + self.answer_retries, output_limit(request, reasoning)
 
     async def chat(
-        self, request: ChatRequest, key: str | None = None, flight: Flight | None = None
+        self,
+        request: ChatRequest,
+        key: str | None = None,
+        flight: Flight | None = None,
+        on_content: OnContent | None = None,
     ) -> Answer:
         """Send one stage's request and return its validated answer with its inference.
 
         ``key`` is the request's hash when the caller has it already; ``flight`` lets the
-        caller see when a request is out, and stop further attempts. The inference counts
-        the tokens and cost of every answer paid for, an unusable one asked again included;
-        a failure after a paid answer carries them as ``LLMError.inference``."""
+        caller see when a request is out, and stop further attempts; ``on_content`` hears
+        a streamed answer's text as it comes (None before an attempt after the first).
+        The inference counts the tokens and cost of every answer paid for, an unusable one
+        asked again included; a failure after a paid answer carries them as
+        ``LLMError.inference``."""
         try:
-            return await self._chat(request, key, flight)
+            return await self._chat(request, key, flight, on_content)
         except LLMError as exc:
             _failed(flight, exc)
             raise
 
-    async def _chat(self, request: ChatRequest, key: str | None, flight: Flight | None) -> Answer:
+    async def _chat(
+        self,
+        request: ChatRequest,
+        key: str | None,
+        flight: Flight | None,
+        on_content: OnContent | None = None,
+    ) -> Answer:
         stage = request.stage
         model = self.config.model_for(stage)
         reasoning = self.config.reasoning_for(stage)
@@ -357,12 +369,17 @@ class LLM:
         attempts = 0
         bad_answers = 0
         paid: Inference | None = None  # what the unusable answers so far cost
+        attempt = _attempts(on_content)
         while True:
             lenient = self._lenient
             kwargs = self._chat_kwargs(request, model, reasoning, lenient)
             try:
                 response, tries, duration_ms = await self._call(
-                    stage, model, key, lambda slot, kw=kwargs: self._send_chat(kw, slot), flight
+                    stage,
+                    model,
+                    key,
+                    lambda slot, kw=kwargs: self._send_chat(kw, slot, attempt()),
+                    flight,
                 )
             except LLMError as err:
                 if self._adapt(err, lenient, kwargs):
@@ -413,12 +430,15 @@ class LLM:
                 kwargs["stream_options"] = {"include_usage": True}
         return kwargs
 
-    async def _send_chat(self, kwargs: dict[str, Any], slot: Slot) -> Any:
-        """One chat request; a streamed answer is read to its end and put back together."""
+    async def _send_chat(
+        self, kwargs: dict[str, Any], slot: Slot, on_content: OnContent | None = None
+    ) -> Any:
+        """One chat request; a streamed answer is read to its end and put back together,
+        its text told to `on_content` as it comes."""
         client = self._client(False)
         if not kwargs.get("stream"):
             return await wire.post(client, "/chat/completions", kwargs)
-        assembled = Assembled()
+        assembled = Assembled(on_content=on_content)
         async with await wire.stream(client, "/chat/completions", kwargs) as stream:
             if "json" in stream.response.headers.get("content-type", ""):
                 # A server that ignores `stream` answers whole: read it as such.
@@ -856,6 +876,20 @@ async def _warm_stream_end() -> None:
 # A run stores its chunks in order, each once its resolve answer is in: those calls go
 # before the others waiting, which nothing waits on yet (see limiter.py).
 _PRIORITY = {"resolve": URGENT}
+
+
+def _attempts(on_content: OnContent | None) -> Callable[[], OnContent | None]:
+    """`on_content` for each attempt of a request, told None before every one after the
+    first: a retried answer is streamed again from its start."""
+    sent = [0]
+
+    def attempt() -> OnContent | None:
+        if on_content is not None and sent[0]:
+            on_content(None)
+        sent[0] += 1
+        return on_content
+
+    return attempt
 
 
 def _failed(flight: Flight | None, exc: LLMError) -> None:

@@ -5,7 +5,8 @@ Each builder returns a `ChatRequest`: what to send (messages), what to expect ba
 as ``["string", "null"]``) and the output budget. The untrusted text always sits in the
 user messages, inside a tag the model (and the test server) can find: ``<text>``
 (extract_graph), ``<chunk>`` (summarize_chunk), ``<document>`` then ``<chunk>``
-(contextualize_chunk), ``<items>`` (resolve), ``<query>`` then ``<passages>`` (rerank).
+(contextualize_chunk), ``<items>`` (resolve), ``<query>`` then ``<passages>`` (rerank),
+``<question>`` then ``<sources>`` (answer).
 Instructions live in the system message, so they are the same for every call of a stage
 and providers can cache them.
 """
@@ -19,12 +20,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 __all__ = [
+    "ANSWER_SCHEMA",
     "CONTEXTUALIZE_SCHEMA",
     "EXTRACT_GRAPH_SCHEMA",
     "RERANK_SCHEMA",
     "RESOLVE_SCHEMA",
     "SUMMARIZE_SCHEMA",
     "ChatRequest",
+    "answer_request",
     "check_answer",
     "contextualize_chunk_request",
     "extract_graph_request",
@@ -270,6 +273,57 @@ def rerank_request(query: str, passages: list[str]) -> ChatRequest:
         schema=RERANK_SCHEMA,
         # A few tokens a number, and room for a model that writes them spaced out.
         max_output_tokens=64 + 8 * len(passages),
+    )
+
+
+# ------------------------------------------------------------------ answer
+
+# The answer first: a streamed answer's text can be shown before its citations come.
+ANSWER_SCHEMA = _obj(
+    answer=_STR,
+    citations=_array(_obj(source={"type": "integer"}, quote=_STR)),
+)
+
+_ANSWER_SYSTEM = """\
+You answer a question from a memory, using only the numbered sources given. The \
+<question> tag holds the question; the <sources> tag holds the sources [1] to [N]: facts \
+(each with the time it held and the passage that states it) and passages of documents.
+
+Answer in a few plain sentences. End each sentence that states something with the \
+marker of the source that supports it, [n] (several: [1][3]). For each marker, give a \
+citation: "source" the number n, "quote" the words of that source that support the \
+sentence, copied character for character (one sentence at most). Cite only sources \
+that are shown; use only what they say, and invent nothing. When they do not answer the \
+question, say so in "answer" and give no citations. Answer with JSON only: \
+{"answer": "...", "citations": [{"source": n, "quote": "..."}]}."""
+
+
+def answer_request(
+    question: str, sources: list[str], *, at: str | None = None, known_at: str | None = None
+) -> ChatRequest:
+    """`sources`: each source's text as the model reads it (a first line saying what it
+    is and where, then its text), numbered from 1 in the prompt; `at` the time the
+    answer is to be true at, `known_at` the time the memory is read as of."""
+    numbered = "\n\n".join(f"[{n}] {text}" for n, text in enumerate(sources, start=1))
+    when = []
+    if at is not None:
+        when.append(f"Answer for the time {at}: the facts given are those true then.")
+    if known_at is not None:
+        when.append(f"Answer as the memory stood at {known_at}.")
+    head = "".join(f"{line}\n\n" for line in when)
+    return ChatRequest(
+        stage="answer",
+        messages=(
+            {"role": "system", "content": _ANSWER_SYSTEM},
+            {
+                "role": "user",
+                "content": f"{head}<question>\n{question}\n</question>\n\n"
+                f"<sources>\n{numbered}\n</sources>",
+            },
+        ),
+        schema_name="answer",
+        schema=ANSWER_SCHEMA,
+        max_output_tokens=2048,
     )
 
 

@@ -7,14 +7,23 @@ takes. `Assembled` gathers the chunks (content, refusal, finish_reason, model, a
 usage of the last chunk when ``stream_options.include_usage`` was honoured) into an
 object with the attributes of the SDK's ``ChatCompletion`` that the client reads, so
 what is checked and recorded is the same either way.
+
+`FieldText` reads one string field of a JSON answer (gb ask's `answer`) out of its text
+as it arrives, so that a person sees the words while the rest is still coming.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Assembled", "NoEvents"]
+__all__ = ["Assembled", "FieldText", "NoEvents", "OnContent"]
+
+# Told each piece of a streamed answer's content as it comes; None when an answer begins
+# again (an unusable one asked for once more): what came before it is void.
+OnContent = Callable[[str | None], None]
 
 
 class NoEvents(Exception):
@@ -44,6 +53,7 @@ class Assembled:
     _refusal: list[str] = field(default_factory=list)
     _finish: str | None = None
     _choices: bool = False
+    on_content: OnContent | None = None
 
     def add(self, chunk: Any) -> None:
         self.chunks += 1
@@ -58,6 +68,8 @@ class Assembled:
             delta = getattr(choice, "delta", None)
             if getattr(delta, "content", None):
                 self._content.append(delta.content)
+                if self.on_content is not None:
+                    self.on_content(delta.content)
             if getattr(delta, "refusal", None):
                 self._refusal.append(delta.refusal)
             if getattr(choice, "finish_reason", None):
@@ -75,3 +87,77 @@ class Assembled:
         if not self.chunks:
             raise NoEvents("the stream held no events")
         return self
+
+
+class FieldText:
+    """The text of the string field `name` of a JSON object, decoded as the object's text
+    comes in pieces (`add`): each decoded piece is told to `on_text`. An escape cut
+    between two pieces waits for the rest; anything before the field (a code fence, a
+    model's reasoning) is skipped; the field's end ends it."""
+
+    def __init__(self, name: str, on_text: Callable[[str], None]) -> None:
+        self._key = json.dumps(name)
+        self._on_text = on_text
+        self._seen = ""  # the text so far, while the field's value has not begun
+        self._pending = ""  # the start of an escape cut off at the end of a piece
+        self._inside = False
+        self._done = False
+
+    def restart(self) -> None:
+        """An answer begins again: read the field anew from its first piece."""
+        self._seen, self._pending, self._inside, self._done = "", "", False, False
+
+    def add(self, piece: str | None) -> None:
+        if piece is None:
+            self.restart()
+            return
+        if self._done:
+            return
+        if not self._inside:
+            self._seen += piece
+            key = self._seen.find(self._key)
+            if key < 0:
+                return
+            rest = self._seen[key + len(self._key) :].lstrip()
+            if not rest.startswith(":"):
+                return
+            rest = rest[1:].lstrip()
+            if not rest:
+                return
+            if not rest.startswith('"'):
+                self._done = True  # not a string: nothing to show
+                return
+            self._inside, piece = True, rest[1:]
+        self._read(self._pending + piece)
+
+    def _read(self, text: str) -> None:
+        out: list[str] = []
+        i = 0
+        while i < len(text):
+            char = text[i]
+            if char == '"':
+                self._done = True
+                break
+            if char != "\\":
+                out.append(char)
+                i += 1
+                continue
+            size = 2
+            if text[i + 1 : i + 2] == "u":
+                # a surrogate pair: both halves, or no character
+                size = 12 if text[i + 2 : i + 4].lower() in ("d8", "d9", "da", "db") else 6
+            escape = text[i : i + size]
+            if len(escape) < size:
+                self._pending = text[i:]
+                break
+            try:
+                out.append(json.loads(f'"{escape}"'))
+            except ValueError:
+                out.append(escape)  # not JSON: as it came
+            i += size
+        else:
+            self._pending = ""
+        if self._done:
+            self._pending = ""
+        if out:
+            self._on_text("".join(out))

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from gligabao.graph.paths import Paths
     from gligabao.graph.queries import Entity, EntityView, Fact
     from gligabao.remember.result import Remembered
+    from gligabao.service.asking import Answered
     from gligabao.service.evaluation import Evaluation
     from gligabao.service.facts import Why
     from gligabao.service.preview import Preview
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
     from gligabao.store.forget import ForgetReport
     from gligabao.store.stats import Stats, VecIndexStats
 
-__all__ = ["Memory", "Remembered", "Stop", "Why"]
+__all__ = ["Answered", "Memory", "Remembered", "Stop", "Why"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -78,6 +79,10 @@ def __getattr__(name: str) -> Any:
         from gligabao.base.stopping import Stop
 
         return Stop
+    if name == "Answered":
+        from gligabao.service.asking import Answered
+
+        return Answered
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -349,6 +354,44 @@ class Memory:
         if shown is None:
             raise NotFound(f"no fact {fact_id} in dataset '{found.name}'; gb facts lists them")
         return shown
+
+    @_one_at_a_time
+    def ask(
+        self,
+        question: str,
+        *,
+        at: str | None = None,
+        known_at: str | None = None,
+        session: str | None = None,
+        k: int = 6,
+        dataset: str | None = None,
+        on_text: Callable[[str | None], None] | None = None,
+    ) -> Answered:
+        """`question` answered by the chat model (stage `answer`) from the memory, as `gb
+        ask`: from the `k` facts that match it and up to `k` of the entities it names
+        (current ones; `at` those true then, `known_at` those the graph held then) and the
+        `k` best chunks, each citation checked against its source. `supported` is False
+        when none holds: the answer is then not known. `on_text` hears the answer's text
+        as it streams (None: it begins again). No chat endpoint: ConfigError."""
+        from gligabao.service.asking import ask, require_chat
+
+        require_chat(self.config)
+        k = self._args.count("k", k)
+        question = self._args.text("question", question)
+        at, known_at = self._args.time("at", at), self._args.time("known_at", known_at)
+        conn, found = self._dataset(dataset)
+        return ask(
+            self.config,
+            conn,
+            found,
+            question,
+            at=at,
+            known_at=known_at,
+            session=session,
+            k=k,
+            notice=self._notice,
+            on_text=on_text,
+        )
 
     @_one_at_a_time
     def evidence_lines(self, document_id: int, start: int, end: int) -> tuple[bytes, int]:

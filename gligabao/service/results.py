@@ -10,6 +10,7 @@ from gligabao.remember.result import Remembered
 from gligabao.remember.status import SyncStatus
 from gligabao.search.evaluate import EvalResult
 from gligabao.search.hybrid import Hit
+from gligabao.service.asking import Answered
 from gligabao.service.evaluation import Evaluation
 from gligabao.service.facts import Why
 from gligabao.service.preview import Preview
@@ -19,6 +20,7 @@ from gligabao.store.forget import ForgetReport
 from gligabao.store.stats import Stats, VecIndexStats
 
 __all__ = [
+    "Answered",
     "Entity",
     "EntityView",
     "EvalResult",

@@ -38,9 +38,15 @@ to process. increase the physical batch size (current batch size: 512)").
 Chat answers are decided by the request's stage: ``response_format.json_schema.name`` when
 the request asks for a JSON schema, otherwise inferred from tags in the last user message
 (``<items>`` resolve, ``<document>`` + ``<chunk>`` contextualize_chunk, ``<chunk>``
-summarize_chunk, ``<text>`` extract_graph, ``<passages>`` rerank). Every answer is a
-deterministic function of the request (only ids, ``created`` and ``cached_tokens`` depend
-on what came before).
+summarize_chunk, ``<text>`` extract_graph, ``<passages>`` rerank, ``<sources>`` answer).
+Every answer is a deterministic function of the request (only ids, ``created`` and
+``cached_tokens`` depend on what came before).
+
+The answer stage answers from the sources it is given (``[n] heading`` then the source's
+text, in ``<sources>``): it cites source 1, quoting its first sentence, or says it has no
+source when none is given. A test scripts another answer with ``server.answer_with``, a
+function of the question and the sources (`answer_sources`) that returns the answer's
+JSON object: a citation of a source not given, a quote its source does not hold.
 """
 
 from __future__ import annotations
@@ -75,13 +81,15 @@ __all__ = [
     "Hold",
     "LLMServer",
     "RecordedRequest",
+    "answer",
     "answer_model",
+    "answer_sources",
     "embed_text",
     "generation_key",
 ]
 
 #: Chat stages the server knows; "embed" is the stage of every embeddings request.
-STAGES = ("extract_graph", "summarize_chunk", "contextualize_chunk", "resolve", "rerank")
+STAGES = ("extract_graph", "summarize_chunk", "contextualize_chunk", "resolve", "rerank", "answer")
 EMBED_STAGE = "embed"
 FAULT_KINDS = (
     "429",
@@ -274,6 +282,29 @@ def rerank(query: str, passages: str) -> dict[str, Any]:
         text = passages[mark.end() : after.start() if after else len(passages)]
         overlap[int(mark.group(1))] = len(words & set(_WORD.findall(text.lower())))
     return {"order": sorted(overlap, key=lambda n: (-overlap[n], n))}
+
+
+_SOURCE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
+
+
+def answer_sources(sources: str) -> dict[int, tuple[str, str]]:
+    """The numbered sources of an answer request's ``<sources>`` block: number ->
+    (heading, text), the heading being the line after ``[n] ``."""
+    marks = list(_SOURCE.finditer(sources))
+    found = {}
+    for mark, after in zip(marks, [*marks[1:], None], strict=True):
+        body = sources[mark.end() : after.start() if after else len(sources)]
+        found[int(mark.group(1))] = (mark.group(2), body.strip("\n"))
+    return found
+
+
+def answer(question: str, sources: dict[int, tuple[str, str]]) -> dict[str, Any]:
+    """Source 1's first sentence, cited with that sentence as its quote; with no source,
+    an answer that says so and cites nothing."""
+    if 1 not in sources:
+        return {"answer": "The sources say nothing about it.", "citations": []}
+    first = _sentences(sources[1][1])[0]
+    return {"answer": f"{first} [1]", "citations": [{"source": 1, "quote": first}]}
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -700,6 +731,8 @@ class LLMServer:
         self.ignores_stream = False
         self.takes_stream_options = True
         self.faults: list[Fault] = []
+        # The answer stage's answer, if not `answer`: f(question, answer_sources(...)).
+        self.answer_with: Callable[[str, dict[int, tuple[str, str]]], dict[str, Any]] | None = None
         self.holds: list[Hold] = []
         self.requests: list[RecordedRequest] = []
         self.generations: list[Generation] = []
@@ -851,7 +884,8 @@ class LLMServer:
         """Clear faults, holds (opening them), records, counters and the prompt-cache
         history, and end the stalls of "timeout" faults; latency back to 0,
         structured_outputs back to True, old_max_tokens to False, timeout_sleep to 5.0,
-        slow-server mode off (no slots, no rates, no embeddings limit, streaming taken)."""
+        slow-server mode off (no slots, no rates, no embeddings limit, streaming taken),
+        the answer stage's own answer back."""
         with self._changed:
             for hold in self.holds:
                 if hold.opened is None:
@@ -860,6 +894,7 @@ class LLMServer:
             self._stalls += 1
             self._changed.notify_all()
             self.faults.clear()
+            self.answer_with = None
             self.requests.clear()
             self.generations.clear()
             self._first_contents.clear()
@@ -1317,6 +1352,8 @@ class LLMServer:
                 )
             return name
         last_user = self._last_user(messages)
+        if _has_tag(last_user, "sources"):
+            return "answer"
         if _has_tag(last_user, "passages"):
             return "rerank"
         if _has_tag(last_user, "items"):
@@ -1360,6 +1397,9 @@ class LLMServer:
             return contextualize_chunk(find("document"))
         if stage == "rerank":
             return rerank(find("query").strip(), find("passages"))
+        if stage == "answer":
+            question, sources = find("question").strip(), answer_sources(find("sources"))
+            return (self.answer_with or answer)(question, sources)
         items_text = find("items").strip()
         try:
             items = json.loads(items_text)

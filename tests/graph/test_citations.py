@@ -1,0 +1,62 @@
+"""Citations checked against their sources (service/citations.py): markers of sources
+no citation holds for taken out, sentences left without one marked."""
+
+from __future__ import annotations
+
+from gligabao.search.hybrid import Hit
+from gligabao.service.citations import UNSUPPORTED, check, chunk_source, marked
+
+
+def _chunk(text: str, first_line: int = 10) -> Hit:
+    return Hit(
+        score=1.0,
+        ranks={},
+        artifact_id=7,
+        document_id=3,
+        source="notes.md",
+        start_offset=100,
+        end_offset=100 + len(text.encode()),
+        line_start=first_line,
+        line_end=first_line + text.count("\n"),
+        section=None,
+        text=text,
+        summary=None,
+    )
+
+
+def test_markers_of_unsupported_sources_go_and_their_sentences_are_marked() -> None:
+    text = "Alice works at Acme [1]. She lives in Oslo [7]. It rains, e.g. today [1, 7]."
+    shown, unsupported = marked(text, {1})
+    assert (
+        shown
+        == f"Alice works at Acme [1]. She lives in Oslo. {UNSUPPORTED} It rains, e.g. today [1]."
+    )
+    assert unsupported == ["She lives in Oslo."]
+    assert marked("Acme. [2]\nOslo [3].", {2, 3}) == ("Acme. [2]\nOslo [3].", [])
+
+
+def test_a_quote_is_found_exactly_then_tolerantly_and_placed_on_its_lines() -> None:
+    sources = [chunk_source(1, _chunk("Minutes.\n\nThe board met in Quito.\nIt chose Greta.\n"))]
+    answer = {
+        "answer": "Greta chairs it [1].",
+        "citations": [
+            {"source": 1, "quote": "It chose Greta."},
+            {"source": 1, "quote": "the  BOARD met\nin quito"},
+            {"source": 1, "quote": "It chose Hugo."},
+            {"source": 0, "quote": "Minutes."},
+            {"source": True, "quote": "Minutes."},
+            {"source": 1, "quote": "  "},
+        ],
+    }
+    checked = check(answer, sources)
+    assert [(c.quote, c.exact, c.line_start, c.where) for c in checked.citations] == [
+        ("It chose Greta.", True, 13, "notes.md:13"),
+        ("The board met in Quito", False, 12, "notes.md:12"),
+    ]
+    assert [d.why for d in checked.dropped] == [
+        "the quote is not in source [1]",
+        "source [0] was not given",
+        "source [True] was not given",
+        "no quote",
+    ]
+    assert checked.answer == "Greta chairs it [1]." and checked.unsupported == []
