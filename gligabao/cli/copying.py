@@ -47,7 +47,7 @@ def copy_memory(
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
-    """Copy a whole memory between stores.
+    """Copy a whole memory between stores, or one dataset of it.
 
     Copy everything one store holds into another, SQLite to PostgreSQL or back:
     documents, chunks, summaries, the graph with its times and evidence, the record of
@@ -57,10 +57,11 @@ def copy_memory(
     The destination must be empty. A copy cut short (Ctrl-C, a lost connection) goes on
     where it stopped when run again with the same --from.
 
-    With --into NAME, one dataset is copied into a new dataset NAME of a store that may
-    hold others: its rows get new ids there, every reference following. NAME taken there
-    is refused (exit 6), nothing written. It is one transaction, which the destination's
-    other writers wait for: cut short, it leaves nothing, and is run again from the start.
+    With --into NAME, only one dataset is copied (--dataset), into a new dataset NAME of
+    a store that may hold others: its rows get new ids there, every reference following,
+    and the other datasets are left as they are. NAME taken there is refused (exit 6),
+    nothing written. It is one transaction, which other writers to --to wait for: not
+    resumed, a copy cut short leaves nothing, and is run again from the start.
 
     \b
     Examples:
