@@ -14,7 +14,7 @@ import pytest
 from gligabao import Memory
 from gligabao.store import copying
 from tests.graph.test_facts import DOCS, _remember
-from tests.support.helpers import configure, gb, rows, write
+from tests.support.helpers import configure, gb, rows, story, write
 
 # Texts of the destination's own memory, with facts of their own.
 OTHERS = {
@@ -250,3 +250,53 @@ def test_a_copy_into_a_dataset_cut_short_leaves_nothing(
     copied = _lines(gb_cli, "export", "--format", "jsonl", "--dataset", "imported")
     assert _without_ids(copied) == _without_ids(export)
     _vectors_whole(gb_cli)
+
+
+@pytest.mark.parametrize("direction", ["sqlite-to-postgresql", "postgresql-to-sqlite"])
+def test_versions_chunks_summaries_and_pieces_come_along(
+    gb_cli, server, monkeypatch, tmp_path, pg_url, direction
+) -> None:
+    """A long text in chunks, each embedded as pieces, and a second version of it that
+    supersedes the first: every chunk, summary and piece in the copy, each version
+    pointing at its own."""
+    source, destination = _stores(tmp_path, pg_url, direction)
+    monkeypatch.setenv("GB_EMBEDDINGS_MAX_TOKENS", "40")  # each chunk embedded in pieces
+    text = story(7, paragraphs=6)
+    write("story.txt", text)
+    configure(monkeypatch, server, GB_DB=source)
+    gb(gb_cli, "remember", "story.txt", "--quiet")
+    write("story.txt", text + "\nA new closing line about lanterns.\n")
+    gb(gb_cli, "remember", "story.txt", "--quiet")
+    tail = " ".join(text.split()[-12:])
+    documents = _lines(gb_cli, "list", "--json", "--all")
+    vectors = {row["index"]: row for row in _lines(gb_cli, "vec-stats", "--json")}
+    hits = _lines(gb_cli, "search", tail, "--json", "--method", "vector", "-k", "5")
+    write("other.txt", OTHERS["team.txt"])
+    configure(monkeypatch, server, GB_DB=destination)
+    gb(gb_cli, "remember", "other.txt", "--quiet")
+
+    gb(gb_cli, "copy", "--from", source, "--to", destination, "--into", "imported")
+
+    imported = ("--dataset", "imported")
+    copied = _lines(gb_cli, "list", "--json", "--all", *imported)
+    assert {d["dataset"] for d in copied} == {"imported"}
+    same = [{**d, "dataset": "default", "superseded_by": None} for d in copied]
+    _alike(
+        _without_ids(same), [{**d, "superseded_by": None} for d in _without_ids(documents)], "list"
+    )
+    newer, older = copied
+    assert older["superseded_by"] == newer["id"] and older["status"] == "superseded"
+    assert [d["status"] for d in copied] == [d["status"] for d in documents]
+    assert vectors["chunks"]["vectors"] > vectors["chunks"]["held"] > 1  # pieces
+    for row in _lines(gb_cli, "vec-stats", "--json", *imported):
+        assert row | {"table": ""} == vectors[row["index"]] | {"table": ""}
+    found = _lines(gb_cli, "search", tail, "--json", "--method", "vector", "-k", "5", *imported)
+    # Two chunks of equal score come in either order: each database breaks ties its way.
+    _alike([h["score"] for h in found], [h["score"] for h in hits], "scores")
+    _alike(_placed(found), _placed(hits), "hits")
+
+
+def _placed(hits: list[dict[str, Any]]) -> list[Any]:
+    """Hits in the order of their places in the text, ids and ranks aside."""
+    hits = sorted(hits, key=lambda hit: hit["start_offset"])
+    return _without_ids([{k: v for k, v in hit.items() if k != "ranks"} for hit in hits])
