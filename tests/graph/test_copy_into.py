@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from gligabao import Memory
-from gligabao.store import copying
+from gligabao.store import copying, open_db
+from gligabao.store.datasets import set_search_settings
+from gligabao.store.db import transaction
 from tests.graph.test_facts import DOCS, _remember
 from tests.support.helpers import configure, gb, rows, story, write
 
@@ -169,19 +171,32 @@ def test_a_dataset_copied_into_a_store_that_holds_another(
 def test_into_a_store_of_its_own_every_score_is_the_same(
     gb_cli, server, monkeypatch, tmp_path, pg_url, direction
 ) -> None:
-    """Alone in its store, the copy's keyword index holds what the source's held: every
-    score of every search, bm25's too, is the source's."""
+    """Alone in its store, the copy's keyword index holds what the source's held, and its
+    dataset the search settings learnt for it: every score of every search, bm25's and
+    the fusion's too, is the source's."""
     source, destination = _stores(tmp_path, pg_url, direction)
     for name, text in DOCS.items():
         write(name, text)
     configure(monkeypatch, server, GB_DB=source)
     _remember(gb_cli, list(DOCS))
+    _learn(source, {"method": "rrf", "rrf_k": 7, "vector_weight": 0.5})  # as gb eval --tune
     before = _seen(gb_cli)
     gb(gb_cli, "copy", "--from", source, "--to", destination, "--into", "imported")
     configure(monkeypatch, server, GB_DB=destination)
     after = _seen(gb_cli, "--dataset", "imported")
     for part in before:
         _alike(_without_ids(after[part]), _without_ids(before[part]), part)
+    learnt = "SELECT search_settings, embedding_model, embedding_dimensions FROM gb_datasets"
+    assert rows(f"{learnt} WHERE name = 'imported'", db=destination) == rows(learnt, db=source)
+
+
+def _learn(database: str, settings: dict[str, Any]) -> None:
+    conn = open_db(database)
+    try:
+        with transaction(conn):
+            set_search_settings(conn, 1, settings)
+    finally:
+        conn.close()
 
 
 def test_the_answers_copied_are_reused_in_any_dataset(
