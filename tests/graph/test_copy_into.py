@@ -315,3 +315,34 @@ def _placed(hits: list[dict[str, Any]]) -> list[Any]:
     """Hits in the order of their places in the text, ids and ranks aside."""
     hits = sorted(hits, key=lambda hit: hit["start_offset"])
     return _without_ids([{k: v for k, v in hit.items() if k != "ranks"} for hit in hits])
+
+
+def test_a_dataset_stored_offline_is_completed_where_it_was_copied(
+    gb_cli, server, monkeypatch, tmp_path, pg_url
+) -> None:
+    """Texts stored without an endpoint keep the stages still to do in the copy: a run
+    there with one completes them, as it would have in the source; and a document of the
+    copy is forgotten with all its rows and vectors."""
+    source, destination = _stores(tmp_path, pg_url, "sqlite-to-postgresql")
+    for name, text in {**DOCS, **OTHERS}.items():
+        write(name, text)
+    configure(monkeypatch, None, GB_DB=source)
+    stored = _lines(gb_cli, "remember", *DOCS, "--json")
+    assert {line["status"] for line in stored} == {"offline"}
+    configure(monkeypatch, server, GB_DB=destination)
+    _remember(gb_cli, list(OTHERS))
+    gb(gb_cli, "copy", "--from", source, "--to", destination, "--into", "imported")
+
+    done = _lines(gb_cli, "remember", *DOCS, "--dataset", "imported", "--json")
+    assert {line["status"] for line in done} == {"remembered"}  # every chunk had work left
+    listed = _lines(gb_cli, "list", "--json", "--all", "--dataset", "imported")
+    assert sorted(d["id"] for d in listed) == sorted(line["artifact_id"] for line in done)
+    assert {d["status"] for d in listed} == {"complete"}  # the copied documents, completed
+    _vectors_whole(gb_cli)
+    facts = _lines(gb_cli, "facts", "--json", "--about", "Alice Moreau", "--dataset", "imported")
+    assert {f["target"] for f in facts} == {"Initech", "Lisbon"}
+
+    first = done[0]["artifact_id"]
+    gb(gb_cli, "forget", str(first))
+    stats = _lines(gb_cli, "vec-stats", "--json", "--dataset", "imported")
+    assert all(row["held"] == row["should"] and row["orphans"] == 0 for row in stats)
