@@ -97,6 +97,7 @@ def _two_memories(gb_cli, server, monkeypatch, source: str, destination: str) ->
 def _every_row(database: str) -> dict[str, int]:
     tables = ("gb_datasets", "gb_models", "gb_inferences", "gb_artifacts", "gb_entities")
     tables += ("gb_edges", "gb_entity_artifacts", "gb_edge_artifacts", "gb_claims")
+    tables += ("gb_session_entities", "gb_session_edges")
     held = {t: rows(f"SELECT count(*) AS n FROM {t}", db=database)[0]["n"] for t in tables}
     tables_there = (
         "SELECT count(*) AS n FROM pg_tables WHERE schemaname = 'gligabao'"
@@ -119,6 +120,7 @@ def _ids_follow(source: list[dict[str, Any]], copy: list[dict[str, Any]]) -> Non
     """The copy's export names its rows by other ids, each one the same row's: a fact's
     ends are the entities of the same names, a fact closed by the same fact."""
     new = {(s["type"], s["id"]): c["id"] for s, c in zip(source, copy, strict=True)}
+    assert any(old != now for (_, old), now in new.items())  # the destination's own ids
     for s, c in zip(source, copy, strict=True):
         if s["type"] == "fact":
             assert c["source_id"] == new["entity", s["source_id"]]
