@@ -1059,9 +1059,13 @@ def copy_line(report: Any) -> None:
     rows = sum(report.rows.values())
     documents = report.rows.get("gb_artifacts", 0)
     again = " (going on from a copy cut short)" if report.resumed else ""
+    source, destination = report.source, report.destination
+    if report.into is not None:  # one dataset, into a new one
+        source = f"dataset {report.dataset} of {source}"
+        destination = f"dataset {report.into} of {destination}"
     stdout.print(
         _text(
-            f"copied {report.source} -> {report.destination}{again}: {rows:,} "
+            f"copied {source} -> {destination}{again}: {rows:,} "
             f"{plural(rows, 'row')} ({documents:,} {plural(documents, 'artifact')}), "
             f"{report.keyword_rows:,} keyword {plural(report.keyword_rows, 'row')}, "
             f"{report.vectors:,} {plural(report.vectors, 'vector')}"

@@ -598,17 +598,32 @@ class Memory:
         source: str | os.PathLike[str],
         *,
         schema: str | None = None,
+        into: str | None = None,
+        dataset: str | None = None,
         on_progress: Callable[[str, int, int], None] | None = None,
     ) -> CopyReport:
         """Copy the whole memory at `source` (a file or a postgresql:// URL; `schema`, its
         schema there) into this one, which must be empty or hold this copy cut short (as
         `gb copy`). Every row keeps its id; no LLM is asked anything. `on_progress(what,
-        done, total)` hears each step."""
+        done, total)` hears each step.
+
+        With `into`, only the source's dataset `dataset` (else the configured one) is
+        copied, into a new dataset `into` here, beside what this memory holds: its rows
+        get new ids, and a copy cut short leaves nothing (Conflict when `into` is taken)."""
         from gligabao.service.copying import copy_into
 
+        if into is not None:
+            into = self._args.text("into", into, what="dataset name")
+        if dataset is not None:
+            dataset = self._args.text("dataset", dataset, what="dataset name")
         self.close()  # the copy opens the destination itself, created if need be
         return copy_into(
-            self.config, os.fspath(source), source_schema=schema, on_progress=on_progress
+            self.config,
+            os.fspath(source),
+            source_schema=schema,
+            dataset=dataset,
+            into=into,
+            on_progress=on_progress,
         )
 
     def _database_name(self) -> str:

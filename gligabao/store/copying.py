@@ -8,6 +8,8 @@ Only into a store that holds nothing yet, or one this copy already began: each r
 written once (ON CONFLICT DO NOTHING), so a copy cut short goes on where it stopped.
 References that point forward (a document superseded by a later one, a fact closed by a
 later fact, a call and the document it served) are written once every row is in.
+
+One dataset into a store that holds others is dataset_copy.py's: there rows get new ids.
 """
 
 from __future__ import annotations
@@ -23,7 +25,17 @@ from gligabao.store.db import now_iso, query, query_one, scalar, transaction
 from gligabao.store.errors import DatabaseError
 from gligabao.store.vector_rows import INDEXES
 
-__all__ = ["BATCH", "UNKNOWN", "CopyReport", "NotEmpty", "copy_store", "same_store"]
+__all__ = [
+    "BATCH",
+    "UNKNOWN",
+    "CopyReport",
+    "NotEmpty",
+    "Progress",
+    "batches",
+    "copy_store",
+    "same_store",
+    "table_columns",
+]
 
 BATCH = 500  # rows a read and a transaction: a copy never holds more, nor loses more if cut short
 
@@ -57,6 +69,8 @@ class CopyReport:
     keyword_rows: int = 0
     vectors: int = 0
     resumed: bool = False
+    dataset: str | None = None  # one dataset copied (dataset_copy.py): its name there
+    into: str | None = None  # ...and the new dataset it became here
 
 
 Progress = Callable[[str, int, int], None]  # (what, done, total or UNKNOWN)
@@ -122,28 +136,38 @@ def _begin(destination: Connection, source_name: str) -> bool:
     return False
 
 
-def _columns(conn: Connection, table: str) -> list[str]:
+def table_columns(conn: Connection, table: str) -> list[str]:
     """The table's columns, in the order the store names them (the same on both)."""
     row = query(conn, f"SELECT * FROM {table} LIMIT 1")
     return list(row[0]) if row else []
 
 
-def _batches(conn: Connection, table: str, key: Sequence[str]) -> Iterator[list[dict[str, Any]]]:
-    """The table's rows in key order, BATCH at a time, each batch read on its own (a
-    copy of millions of rows never holds them all)."""
+def batches(
+    conn: Connection,
+    table: str,
+    key: Sequence[str],
+    where: str = "TRUE",
+    params: Sequence[Any] = (),
+) -> Iterator[list[dict[str, Any]]]:
+    """The table's rows (those `where` holds for, with `params`) in key order, BATCH at a
+    time, each batch read on its own (a copy of millions of rows never holds them all)."""
     order = ", ".join(key)
     after: tuple[Any, ...] | None = None
     while True:
         if after is None:
-            rows = query(conn, f"SELECT * FROM {table} ORDER BY {order} LIMIT {BATCH}")
+            rows = query(
+                conn,
+                f"SELECT * FROM {table} WHERE ({where}) ORDER BY {order} LIMIT {BATCH}",
+                params,
+            )
         else:
             # Past the last key read: (a, b) > (x, y), which both databases compare.
-            names = ", ".join(key)
             marks = ", ".join("?" for _ in key)
             rows = query(
                 conn,
-                f"SELECT * FROM {table} WHERE ({names}) > ({marks}) ORDER BY {order} LIMIT {BATCH}",
-                after,
+                f"SELECT * FROM {table} WHERE ({where}) AND ({order}) > ({marks}) "
+                f"ORDER BY {order} LIMIT {BATCH}",
+                (*params, *after),
             )
         if not rows:
             return
@@ -160,14 +184,14 @@ def _copy_table(
     progress: Progress,
 ) -> int:
     total = int(scalar(source, f"SELECT count(*) FROM {table}"))
-    columns = _columns(source, table)
+    columns = table_columns(source, table)
     if not columns:
         return 0
     names = ", ".join(f'"{c}"' for c in columns)
     marks = ", ".join("?" for _ in columns)
     sql = f"INSERT INTO {table}({names}) VALUES ({marks}) ON CONFLICT DO NOTHING"
     done = 0
-    for rows in _batches(source, table, key):
+    for rows in batches(source, table, key):
         with transaction(destination):
             destination.executemany(
                 sql,
