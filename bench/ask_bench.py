@@ -391,9 +391,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--timeout",
         type=float,
-        default=600.0,
-        help="llm.timeout in seconds (default 600: gb's 60 is shorter than this server's "
-        "time to a first token on a ~4,000-token prompt)",
+        default=60.0,
+        help="llm.timeout in seconds (default 60, gb's: llama.cpp's server sends a ':' "
+        "comment every 30 s while it reads a prompt, so the ~70 s before a first token "
+        "do not time out)",
     )
     parser.add_argument("--retries", type=int, default=4, help="llm.max_retries (default 4, gb's)")
     parser.add_argument(
