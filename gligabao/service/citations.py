@@ -274,15 +274,31 @@ def check(value: dict[str, Any], sources: list[Source]) -> Checked:
         elif (number, cited.quote) not in seen:
             seen.add((number, cited.quote))
             citations.append(cited)
-    answer, unsupported = marked(str(value.get("answer") or ""), {c.n for c in citations})
+    # A bracket is a marker when its numbers are sources given or cited (a number cited
+    # but not given is a marker to take out); a list in code, [60, 70, 80], is text.
+    numbers = set(range(1, len(sources) + 1))
+    numbers |= {g.get("source") for g in value.get("citations") or [] if isinstance(g, dict)}
+    answer, unsupported = marked(
+        str(value.get("answer") or ""), {c.n for c in citations}, markers=numbers
+    )
     return Checked(answer, citations, dropped, unsupported)
 
 
-def marked(text: str, supported: set[int]) -> tuple[str, list[str]]:
+def marked(
+    text: str, supported: set[int], markers: set[Any] | None = None
+) -> tuple[str, list[str]]:
     """`text` with the markers of numbers not `supported` taken out, and each sentence
-    left without a marker followed by UNSUPPORTED; and those sentences."""
+    left without a marker followed by UNSUPPORTED; and those sentences. With `markers`
+    (the numbers a marker may hold), brackets holding another number, such as a list in
+    an answer's code (`[60, 70, 80, 90]`), are text, not markers: left as written."""
+
+    def marker(match: re.Match[str]) -> bool:
+        numbers = [int(n) for n in re.findall(r"\d+", match.group(1))]
+        return markers is None or all(n in markers for n in numbers)
 
     def kept(match: re.Match[str]) -> str:
+        if not marker(match):
+            return match.group(0)
         numbers = [int(n) for n in re.findall(r"\d+", match.group(1))]
         shown = [n for n in numbers if n in supported]
         return "".join(f"[{n}]" for n in shown)
@@ -296,7 +312,8 @@ def marked(text: str, supported: set[int]) -> tuple[str, list[str]]:
         cleaned = re.sub(r"\s+(?=[.!?,;:]|$)", "", _MARKER.sub(kept, sentence.group(0)))
         if not cleaned.strip():
             continue
-        if not _MARKER.search(cleaned) and re.search(r"\w", cleaned):
+        cited = any(marker(m) for m in _MARKER.finditer(cleaned))
+        if not cited and re.search(r"\w", cleaned):
             unsupported.append(cleaned.strip())
             cleaned = f"{cleaned} {UNSUPPORTED}"
         out.append(cleaned)

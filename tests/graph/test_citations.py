@@ -60,3 +60,19 @@ def test_a_quote_is_found_exactly_then_tolerantly_and_placed_on_its_lines() -> N
         "no quote",
     ]
     assert checked.answer == "Greta chairs it [1]." and checked.unsupported == []
+
+
+def test_brackets_of_numbers_no_source_has_are_text_not_markers() -> None:
+    # A list in an answer's code is not a citation: kept as written, and it supports
+    # nothing. A number cited but not given is still a marker, taken out.
+    sources = [chunk_source(n, _chunk(f"Grades {n}.")) for n in (1, 2, 3)]
+    answer = {
+        "answer": "Use bisect [1]. Call grade(s, [60, 70, 80, 90]). See [9].",
+        "citations": [{"source": 1, "quote": "Grades 1."}, {"source": 9, "quote": "x"}],
+    }
+    checked = check(answer, sources)
+    assert checked.answer == (
+        f"Use bisect [1]. Call grade(s, [60, 70, 80, 90]). {UNSUPPORTED} See. {UNSUPPORTED}"
+    )
+    assert checked.unsupported == ["Call grade(s, [60, 70, 80, 90]).", "See."]
+    assert marked("In [2, 3] out [2].", {2}, markers={1, 2}) == ("In [2, 3] out [2].", [])
