@@ -78,3 +78,37 @@ def test_reading_commands_read_a_server_that_takes_no_writes(
     write("b.txt", story(6, paragraphs=2))
     refused = gb(gb_cli, "remember", "b.txt", code=6)
     assert "reads only" in refused.stderr and len(refused.stderr.splitlines()) == 1
+
+
+def test_the_postings_follow_the_keyword_rows(pg_url: str) -> None:
+    """Each chunk's words are its postings, with their counts; indexed again, they are
+    replaced; forgotten, they are gone, and a search finds it no more."""
+    from gligabao.store.artifacts import index_artifact_text, insert_chunk, insert_document
+    from gligabao.store.forget import forget
+    from gligabao.store.fts import search_artifacts
+
+    conn = open_db(pg_url)
+    ds = datasets.get_or_create_dataset(conn, "default")
+    text = "zebras graze; the zebra grazes slowly"
+    doc = insert_document(conn, dataset_id=ds.id, text=text, chunk_count=1, status="complete")
+    chunk = insert_chunk(
+        conn,
+        document_id=doc,
+        text=text,
+        chunk_index=0,
+        start_offset=0,
+        end_offset=len(text),
+        tokens=6,
+    )
+
+    def postings() -> dict[str, int]:
+        rows = db.query(conn, "SELECT term, tf FROM gb_fts_postings WHERE id = ?", (chunk,))
+        return {r["term"]: r["tf"] for r in rows}
+
+    assert postings() == {"zebra": 2, "graze": 2, "the": 1, "slowli": 1}
+    assert [r["artifact_id"] for r in search_artifacts(conn, ds.id, "zebra", 5, None)] == [chunk]
+    index_artifact_text(conn, chunk, "a lion", "document", ds.id)
+    assert postings() == {"a": 1, "lion": 1}
+    forget(conn, doc)
+    assert postings() == {} and search_artifacts(conn, ds.id, "lion", 5, None) == []
+    conn.close()
