@@ -59,6 +59,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from gligabao.base.lines import LineIndex  # noqa: E402
 from gligabao.chunk.tokens import ESTIMATOR  # noqa: E402
 from gligabao.config import load_config  # noqa: E402
 from gligabao.llm.query import embed_query  # noqa: E402
@@ -183,6 +184,7 @@ def build(path: str, n: int, seed: int = 7) -> tuple[float, list[int]]:
             )
             rows = []
             offset = 0
+            lines = LineIndex(doc_text)  # kept with each chunk, as gb remember keeps them
             for index, (text, tokens) in enumerate(pieces):
                 size = len(text.encode("utf-8"))
                 chunk = insert_chunk(
@@ -193,6 +195,7 @@ def build(path: str, n: int, seed: int = 7) -> tuple[float, list[int]]:
                     start_offset=offset,
                     end_offset=offset + size,
                     tokens=tokens,
+                    lines=lines.span(offset, offset + size),
                 )
                 rows.append(chunk_row(chunk, doc, index, vecs[index].tobytes()))
                 token_counts.append(tokens)
