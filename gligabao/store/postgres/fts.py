@@ -139,27 +139,28 @@ def _tsquery(terms: list[str]) -> str:
     return " | ".join("'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in terms)
 
 
+# The query's words and their weights, as a table `q` of (term, idf), from the
+# parameters :terms and :idf, which _ranked passes with :d, :average and :limit.
+_QUERY_WORDS = """q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idf AS float8[]))
+                   AS q(term, idf))"""
+
+
 def _bm25(
     conn: Connection,
     index: _Index,
-    terms: list[str],
     found_by: list[str],
-    idf: dict[str, float],
-    average: float,
     where: str,
-    params: dict[str, Any],
-    limit: int,
-    columns: str = "f.id",
+    args: dict[str, Any],
+    columns: str,
 ) -> list[dict[str, Any]]:
-    """The rows of `index` holding any of `found_by`, best bm25 of all `terms` first,
-    with `rank` (minus the score: lower is better, as FTS5's).
+    """The rows of `index` holding any of `found_by`, best bm25 of the query's words
+    first, with `rank` (minus the score: lower is better, as FTS5's).
 
     A row's counts are read for the query's words only: setweight marks their
     positions and ts_filter keeps them, in C, where unnesting the whole row (~220 words
     a chunk) cost 3.6 times as long."""
     sql = f"""
-        WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idf AS float8[]))
-                   AS q(term, idf))
+        WITH {_QUERY_WORDS}
         SELECT {columns}, {_score("w.tf", f"f.{index.length}")} AS rank
         FROM {index.table} f
         CROSS JOIN LATERAL (
@@ -167,52 +168,32 @@ def _bm25(
             FROM unnest(ts_filter(
                 setweight(f.{index.words}, 'A', CAST(:terms AS text[])), '{{a}}'))) AS w
         JOIN q ON q.term = w.lexeme
-        WHERE f.{index.words} @@ CAST(:match AS tsquery) AND {where}
+        WHERE f.dataset_id = :d AND f.{index.words} @@ CAST(:match AS tsquery)
+          AND {where.format(id="f.id")}
         GROUP BY f.id
         ORDER BY rank, f.id
         LIMIT :limit"""
-    return query(
-        conn,
-        sql,
-        {
-            **params,
-            "terms": terms,
-            "idf": [idf[t] for t in terms],
-            "average": average,
-            "match": _tsquery(found_by),
-            "limit": limit,
-        },
-    )
+    return query(conn, sql, {**args, "match": _tsquery(found_by)})
 
 
 def _bm25_posted(
-    conn: Connection,
-    terms: list[str],
-    found_by: list[str],
-    idf: dict[str, float],
-    average: float,
-    where: str,
-    params: dict[str, Any],
-    limit: int,
-    columns: str,
+    conn: Connection, found_by: list[str], where: str, args: dict[str, Any], columns: str
 ) -> list[dict[str, Any]]:
     """_bm25 of the artifacts, from their postings (gb_fts_postings), read in the index
-    alone: the postings of `found_by` give the rows; where `terms` holds more words,
+    alone: the postings of `found_by` give the rows; where the query holds more words,
     each of those rows' postings of them are looked up, a probe a row and word. The
     rows' own columns are read for the best `limit` alone."""
-    score = _score("p.tf", "p.length")
     rows = (
         "gb_fts_postings p"
-        if set(found_by) >= set(terms)
+        if set(found_by) >= set(args["terms"])
         else """(SELECT DISTINCT id FROM gb_fts_postings
                  WHERE dataset_id = :d AND term = ANY(CAST(:found_by AS text[]))) c
                 JOIN gb_fts_postings p ON p.id = c.id"""
     )
     sql = f"""
-        WITH q AS (SELECT * FROM unnest(CAST(:terms AS text[]), CAST(:idf AS float8[]))
-                   AS q(term, idf)),
+        WITH {_QUERY_WORDS},
         best AS (
-            SELECT p.id, {score} AS rank
+            SELECT p.id, {_score("p.tf", "p.length")} AS rank
             FROM {rows} JOIN q ON q.term = p.term
             WHERE p.dataset_id = :d AND {where.format(id="p.id")}
             GROUP BY p.id
@@ -221,18 +202,7 @@ def _bm25_posted(
         SELECT {columns}, best.rank
         FROM best JOIN gb_fts_artifacts f ON f.id = best.id
         ORDER BY best.rank, best.id"""
-    return query(
-        conn,
-        sql,
-        {
-            **params,
-            "terms": terms,
-            "idf": [idf[t] for t in terms],
-            "average": average,
-            "found_by": found_by,
-            "limit": limit,
-        },
-    )
+    return query(conn, sql, {**args, "found_by": found_by})
 
 
 # A word in at most this share of the rows is rare: the rows holding one are few to score.
@@ -266,13 +236,19 @@ def _ranked(
         return []
     rows, average, held = _statistics(conn, index, terms)
     idf = {t: _idf(rows, held.get(t, 0)) for t in terms}
-    args = {"d": dataset_id, **(params or {})}
 
     def ranked(scored: list[str], found_by: list[str]) -> list[dict[str, Any]]:
+        args = {
+            **(params or {}),
+            "d": dataset_id,
+            "terms": scored,
+            "idf": [idf[t] for t in scored],
+            "average": average,
+            "limit": limit,
+        }
         if index.posted:
-            return _bm25_posted(conn, scored, found_by, idf, average, where, args, limit, columns)
-        scope = f"f.dataset_id = :d AND {where.format(id='f.id')}"
-        return _bm25(conn, index, scored, found_by, idf, average, scope, args, limit, columns)
+            return _bm25_posted(conn, found_by, where, args, columns)
+        return _bm25(conn, index, found_by, where, args, columns)
 
     rare = [t for t in terms if held.get(t, 0) <= rows * _RARE]
     telling = [t for t in terms if held.get(t, 0) < (rows + 1) // 2]
