@@ -27,7 +27,8 @@ Run from the repository root::
 
     . .venv/bin/activate
     python bench/pg_scale_bench.py --chunks 20000                       # a quick look
-    python bench/pg_scale_bench.py --chunks 500000 --real /tmp/benchreal
+    python bench/pg_scale_bench.py --chunks 500000 --real /tmp/benchreal --keep
+    python bench/pg_scale_bench.py --chunks 500000 --real /tmp/benchreal --reuse  # reads again
 
 The disk a size needs: ~48 KiB a chunk (the postings two thirds of it; 100,000 chunks
 took 4.7 GiB), plus room for sorting the postings' key and the HNSW index as they build.
@@ -232,6 +233,9 @@ def main() -> None:
     parser.add_argument("--real", help="folder with facts.npy and queries.npy: real vectors")
     parser.add_argument("--pgdata", default="/tmp/scalepg/pgdata", help="PostgreSQL data folder")
     parser.add_argument("--keep", action="store_true", help="keep the database and the server")
+    parser.add_argument(
+        "--reuse", action="store_true", help="time the reads again on a --keep run's database"
+    )
     args = parser.parse_args()
     n = args.chunks
     pgdata = Path(args.pgdata)
@@ -246,16 +250,21 @@ def main() -> None:
     name = f"gb_scale_{n}"
     out: dict = {}
     try:
-        url = stb.fresh_pg(server, name)
-        settings = stb.pg_settings(url)
-        statements = set_aside(url)
-        print(f"loading, a transaction per 100-chunk document ({stb._load()}) ...", flush=True)
-        loaded = load_chunks(url, n)
-        print(f"  {n / loaded['seconds']:,.0f} chunks/s ({loaded['seconds']:,.0f} s)")
-        print("building what was set aside:", flush=True)
-        built = build_back(url, statements)
-        after = remembered_after(url)
-        print(f"  a chunk stored after the load is found by bm25: {after}")
+        if args.reuse:  # the reads again, on the database a --keep run left
+            url = str(server.get_uri(name))
+            settings = stb.pg_settings(url)
+            loaded, built, after = None, None, None
+        else:
+            url = stb.fresh_pg(server, name)
+            settings = stb.pg_settings(url)
+            statements = set_aside(url)
+            print(f"loading, a transaction per 100-chunk document ({stb._load()}) ...")
+            loaded = load_chunks(url, n)
+            print(f"  {n / loaded['seconds']:,.0f} chunks/s ({loaded['seconds']:,.0f} s)")
+            print("building what was set aside:", flush=True)
+            built = build_back(url, statements)
+            after = remembered_after(url)
+            print(f"  a chunk stored after the load is found by bm25: {after}")
         with LLMServer() as llm:
             print(f"timing searches, {args.queries} a method ({stb._load()}) ...", flush=True)
             out["search"] = stb.measure_search(
@@ -266,7 +275,9 @@ def main() -> None:
             )
             stb._partial(out, "search")
             print(f"graph: {args.entities:,} entities, {args.facts:,} facts ...", flush=True)
-            graph_s = stb.build_graph(url, args.entities, args.facts)["seconds"]
+            graph_s = None
+            if not args.reuse:
+                graph_s = stb.build_graph(url, args.entities, args.facts)["seconds"]
             stb.pg_analyze(url)
             out["facts_q"] = stb.measure_facts(
                 {"postgres": url}, args.queries, llm.base_url, folder
@@ -274,33 +285,45 @@ def main() -> None:
             stb._partial(out, "facts_q")
         if args.real:
             real_q = np.load(os.path.join(args.real, "queries.npy")).astype(np.float32)
-            count = stb.build_real(url, args.real)
+            if not args.reuse:
+                stb.build_real(url, args.real)
+            count = len(np.load(os.path.join(args.real, "facts.npy"), mmap_mode="r"))
             real = stb.recall(url, stb.REAL, [q.tobytes() for q in real_q])
         sizes = stb.pg_sizes(url)
         end_load = stb._load()
     finally:
-        if not args.keep:
+        if not args.keep and not args.reuse:
             stb._admin(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        if not args.keep:
             stb.stop_postgres(server, pgdata)
             shutil.rmtree(folder, ignore_errors=True)
 
     print()
     print("PostgreSQL " + ", ".join(f"{k} {v}" for k, v in settings.items()))
     print(f"{n:,} chunks ({stb.DIMENSIONS}-d); ms unless said; {end_load} at the end")
-    rows = [
-        ("load, chunks/s (a transaction per document)", f"{n / loaded['seconds']:,.0f}"),
-        ("load, s", f"{loaded['seconds']:,.0f}"),
-    ]
-    for step in ("postings", "keyword statistics", "postings key", "HNSW index", "VACUUM ANALYZE"):
-        rows.append((f"  build: {step}, s", f"{built[step]:,.1f}"))
-    rows.append(("chunks HNSW index, MiB", f"{built['hnsw_bytes'] / MiB:,.0f}"))
+    rows = []
+    if loaded and built:
+        rows.append(
+            ("load, chunks/s (a transaction per document)", f"{n / loaded['seconds']:,.0f}")
+        )
+        rows.append(("load, s", f"{loaded['seconds']:,.0f}"))
+        for step in (
+            "postings",
+            "keyword statistics",
+            "postings key",
+            "HNSW index",
+            "VACUUM ANALYZE",
+        ):
+            rows.append((f"  build: {step}, s", f"{built[step]:,.1f}"))
+        rows.append(("chunks HNSW index, MiB", f"{built['hnsw_bytes'] / MiB:,.0f}"))
     for m, label in (("hybrid", "hybrid"), ("bm25", "bm25 only"), ("vector", "vector only")):
         t = out["search"][("postgres", m)]
         rows.append((f"{label} k=20 p50 / p95", f"{t['p50']:.1f} / {t['p95']:.1f}"))
     for m, label in (("facts", "facts(QUERY) hybrid"), ("facts_bm25", "facts(QUERY) bm25")):
         t = out["facts_q"][("postgres", m)]
         rows.append((f"{label} p50 / p95", f"{t['p50']:.1f} / {t['p95']:.1f}"))
-    rows.append((f"graph build ({args.facts:,} facts), s", f"{graph_s:,.0f}"))
+    if graph_s is not None:
+        rows.append((f"graph build ({args.facts:,} facts), s", f"{graph_s:,.0f}"))
     r = out[("postgres", "recall")]
     rows.append(("recall@20 vs exact (topic vectors)", f"{r['at20']:.3f} (worst {r['min']:.2f})"))
     rows.append(("knn(50) p50, default / exact", f"{r['knn_ms']:.1f} / {r['exact_ms']:.1f}"))
@@ -312,7 +335,8 @@ def main() -> None:
             )
         )
     rows.append(("size on disk, MiB", f"{sizes['database'] / MiB:,.0f}"))
-    rows.append(("stored after the load, found by bm25", str(after)))
+    if after is not None:
+        rows.append(("stored after the load, found by bm25", str(after)))
     for label, value in rows:
         print(f"{label:<48} {value:>20}")
     print(
