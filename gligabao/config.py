@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from gligabao.chunk import ChunkSettings
 
 # The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's,
-# answer gb ask's.
+# answer gb ask's, pseudo_query gb eval --synthetic's (a query written for a chunk).
 STAGES = (
     "extract_graph",
     "summarize_chunk",
@@ -31,6 +31,7 @@ STAGES = (
     "contextualize_chunk",
     "rerank",
     "answer",
+    "pseudo_query",
 )
 REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"

@@ -38,10 +38,12 @@ _KIND = ("queries", *(f"failure@{k}" for k in KS), *(f"failed@{k}" for k in KS))
 
 @command("eval")
 def eval_command(
-    queries_path: str = typer.Argument(
-        metavar="QUERIES.jsonl",
+    queries_path: Optional[str] = typer.Argument(  # noqa: UP045 - typer reads it at run time
+        None,
+        metavar="[QUERIES.jsonl]",
         help='One {"query", "source", "start", "end"} a line (a gold span of bytes in a '
-        'file), with an optional "kind" to report failures by.',
+        'file), with an optional "kind" to report failures by. Optional with --synthetic.',
+        show_default=False,
     ),
     dataset: Datasets = None,
     db: options.Db = None,
@@ -55,6 +57,22 @@ def eval_command(
         help="Learn each dataset's hybrid vector weight from these queries and store it "
         "with the dataset (gb search uses it unless search.vector_weight is set); then "
         "measure with it.",
+    ),
+    synthetic: bool = typer.Option(
+        False,
+        "--synthetic",
+        help="With --tune: learn the weight from pseudo-queries the dataset writes for "
+        "itself instead of gold ones: --sample chunks drawn, one query each, written by the "
+        "chat model (one small call a chunk, recorded and reused) or, with --no-llm or no "
+        "chat endpoint, taken from their headings and summaries.",
+    ),
+    sample: int = typer.Option(
+        100, "--sample", metavar="N", help="--synthetic: chunks to write a query for."
+    ),
+    no_llm: bool = typer.Option(
+        False,
+        "--no-llm",
+        help="--synthetic: make the pseudo-queries from headings and summaries, no LLM call.",
     ),
 ) -> None:
     """Measure search on your own queries.
@@ -70,7 +88,12 @@ def eval_command(
     by the chat model (one LLM call a query, recorded and reused; a query it cannot
     rerank keeps the fused order, with a notice).
 
+    --tune --synthetic needs no query file: each dataset learns its weight from queries
+    it writes for its own chunks (each chunk the gold of its query). The weight in force,
+    and where it comes from, is shown after the table.
+
     Example: gb eval queries.jsonl --dataset text --dataset markdown
+    Example: gb eval --tune --synthetic --sample 200
     """
     service = memory(config_path, {"database": db, "schema": schema})
 
@@ -81,20 +104,35 @@ def eval_command(
             render.tuning_table(tuning)
 
     measured = service.evaluate(
-        queries_path, datasets=dataset or (), methods=method or (), tune=tune, on_tuned=tuned
+        queries_path,
+        datasets=dataset or (),
+        methods=method or (),
+        tune=tune,
+        on_tuned=tuned,
+        synthetic=sample if synthetic else 0,
+        use_llm=not no_llm,
     )
     queries, results = measured.queries, measured.results
     kinds = any(q.kind is not None for q in queries)
     if as_json:
         for r in results:
             line = r.as_json()
+            if r.method in ("hybrid", "rerank") and not r.skipped and r.dataset in measured.weights:
+                line["vector_weight"], line["weight_origin"] = measured.weights[r.dataset]
             if kinds and not r.skipped:
                 line["by_kind"] = {
                     kind: {key: value for key, value in part.as_json().items() if key in _KIND}
                     for kind, part in r.by_kind(queries).items()
                 }
             render.json_line(line)
+        if not results:
+            for name, (weight, origin) in measured.weights.items():
+                render.json_line(
+                    {"dataset": name, "vector_weight": weight, "weight_origin": origin}
+                )
         return
-    render.eval_table(results, len(queries), KS)
+    if results:
+        render.eval_table(results, len(queries), KS)
     if kinds:
         render.eval_kinds_table(results, queries, KS)
+    render.weights_table(measured.weights)

@@ -867,11 +867,22 @@ def eval_kinds_table(results: list[EvalResult], queries: Sequence[Any], ks: Sequ
     emit(table, heading=True)  # off a terminal, its title tells it from the totals
 
 
+def weights_table(weights: dict[str, tuple[float, str]]) -> None:
+    """The vector weight each dataset's hybrid search uses, and where it comes from."""
+    table = Table(title="fusion weight in force", title_justify="left", title_style="bold")
+    for column in ("dataset", "vector weight", "from"):
+        table.add_column(column, no_wrap=column != "from")
+    for name, (weight, origin) in weights.items():
+        table.add_row(_text(name), _text(f"{weight:.2f}"), _text(origin))
+    emit(table, heading=True)
+
+
 def tuning_table(tuning: Any) -> None:
     """failure@k at each vector weight gb eval --tune tried, the chosen one marked."""
+    spans = "gold spans" if tuning.origin == "gold" else "pseudo-queries"
     table = Table(
-        title=f"hybrid search of '{tuning.dataset}' by vector weight, {tuning.queries} gold "
-        "spans (0: BM25 alone, 1: vectors alone)",
+        title=f"hybrid search of '{tuning.dataset}' by vector weight, {tuning.queries} {spans} "
+        "(0: BM25 alone, 1: vectors alone)",
         title_justify="left",
         title_style="bold",
     )

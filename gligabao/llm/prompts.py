@@ -6,7 +6,7 @@ as ``["string", "null"]``) and the output budget. The untrusted text always sits
 user messages, inside a tag the model (and the test server) can find: ``<text>``
 (extract_graph), ``<chunk>`` (summarize_chunk), ``<document>`` then ``<chunk>``
 (contextualize_chunk), ``<items>`` (resolve), ``<query>`` then ``<passages>`` (rerank),
-``<question>`` then ``<sources>`` (answer).
+``<question>`` then ``<sources>`` (answer), ``<passage>`` (pseudo_query).
 Instructions live in the system message, so they are the same for every call of a stage
 and providers can cache them.
 """
@@ -23,6 +23,7 @@ __all__ = [
     "ANSWER_SCHEMA",
     "CONTEXTUALIZE_SCHEMA",
     "EXTRACT_GRAPH_SCHEMA",
+    "PSEUDO_QUERY_SCHEMA",
     "RERANK_SCHEMA",
     "RESOLVE_SCHEMA",
     "SUMMARIZE_SCHEMA",
@@ -31,6 +32,7 @@ __all__ = [
     "check_answer",
     "contextualize_chunk_request",
     "extract_graph_request",
+    "pseudo_query_request",
     "rerank_request",
     "resolve_request",
     "summarize_chunk_request",
@@ -273,6 +275,35 @@ def rerank_request(query: str, passages: list[str]) -> ChatRequest:
         schema=RERANK_SCHEMA,
         # A few tokens a number, and room for a model that writes them spaced out.
         max_output_tokens=64 + 8 * len(passages),
+    )
+
+
+# ------------------------------------------------------------ pseudo_query
+
+PSEUDO_QUERY_SCHEMA = _obj(query=_STR)
+
+# In other words than the passage's: a query that repeats the passage is found by its
+# words alone, and fusion tuned on such queries would learn that the vectors add nothing.
+_PSEUDO_QUERY_SYSTEM = """\
+You write the search query that someone who needs the passage in the <passage> tag would \
+type, without having read it. Ask for what the passage says or lets one do, in your own \
+words: do not copy its sentences or its headings, and use a name from it (a command, a \
+function, an option) only when the need cannot be said without it. One query of at most \
+20 words. Answer with JSON only: {"query": "..."}."""
+
+
+def pseudo_query_request(passage: str) -> ChatRequest:
+    """`passage`: a chunk's text, already cut to what the query should be about."""
+    return ChatRequest(
+        stage="pseudo_query",
+        messages=(
+            {"role": "system", "content": _PSEUDO_QUERY_SYSTEM},
+            {"role": "user", "content": f"<passage>\n{passage}\n</passage>"},
+        ),
+        schema_name="pseudo_query",
+        schema=PSEUDO_QUERY_SCHEMA,
+        # 20 words, with room for a model that says a little more.
+        max_output_tokens=96,
     )
 
 

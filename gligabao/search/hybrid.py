@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FUSIONS",
+    "GOLD",
+    "KEYWORD_SCORER",
     "METHODS",
     "Candidates",
     "Fusion",
@@ -52,6 +54,7 @@ __all__ = [
     "fusion_for",
     "hits_of",
     "search",
+    "weight_origin",
 ]
 
 METHODS = ("hybrid", "bm25", "vector")
@@ -82,15 +85,59 @@ _FUSION_KEYS = {
 }
 
 
+# The keyword scorer of both stores (FTS5's bm25, and the same formula over PostgreSQL's
+# postings): a weight learnt against it holds for it alone. Named anew if it changes.
+KEYWORD_SCORER = "bm25"
+GOLD = "gold"  # a weight learnt from the user's own gold queries (gb eval --tune)
+# What a weight was learnt from, in words (search/pseudo.py names the other two).
+_LEARNT_FROM = {
+    GOLD: "gold queries",
+    "llm": "pseudo-queries written by {model}",
+    "headings": "pseudo-queries from headings and summaries",
+}
+
+
+def _stale(learnt: Mapping[str, Any], dataset: Dataset) -> str | None:
+    """Why a learnt weight does not hold for the dataset as it is now, or None. Weights
+    stored before they named their model hold (nothing says otherwise)."""
+    model = learnt.get("embedding_model")
+    if model is not None and model != dataset.embedding_model:
+        return f"learnt for {model}, and the dataset is embedded with {dataset.embedding_model}"
+    scorer = learnt.get("keyword_scorer")
+    if scorer is not None and scorer != KEYWORD_SCORER:
+        return f"learnt for the keyword scorer {scorer}, not {KEYWORD_SCORER}"
+    return None
+
+
 def fusion_for(config: Config, dataset: Dataset | None = None) -> Fusion:
     """The fusion a search of `dataset` uses: what the user set (config file, env, flag),
-    else what `gb eval --tune` learnt for the dataset, else the defaults."""
+    else what `gb eval --tune` learnt for the dataset (while it holds: the same embedding
+    model and keyword scorer), else the defaults."""
     learnt = (dataset.search_settings or {}) if dataset is not None else {}
+    if learnt and dataset is not None and _stale(learnt, dataset):
+        learnt = {}
     values: dict[str, Any] = {}
     for key, name in _FUSION_KEYS.items():
         chosen = config.sources.get(key, "default") != "default"
         values[name] = config[key] if chosen or name not in learnt else learnt[name]
     return Fusion(values["method"], float(values["vector_weight"]), int(values["rrf_k"]))
+
+
+def weight_origin(config: Config, dataset: Dataset) -> str:
+    """Where the vector weight of the dataset's hybrid search comes from, in words."""
+    source = config.sources.get("search.vector_weight", "default")
+    if source != "default":
+        return f"set by search.vector_weight ({source})"
+    learnt = dataset.search_settings or {}
+    if "vector_weight" not in learnt:
+        return "the default; not tuned (gb eval --tune --synthetic learns it)"
+    stale = _stale(learnt, dataset)
+    if stale:
+        return f"the default; {learnt['vector_weight']} was {stale}: tune again"
+    origin = str(learnt.get("learnt_from") or GOLD)
+    what = _LEARNT_FROM.get(origin, origin).format(model=learnt.get("written_by") or "the LLM")
+    when = str(learnt.get("tuned_at") or "")[:10]
+    return f"learnt from {learnt.get('tuned_on')} {what}" + (f" on {when}" if when else "")
 
 
 Vector = Sequence[float] | bytes  # a query embedded with the dataset's model

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gligabao.search.evaluate import KS, GoldQuery, first_covering, gold_documents
-from gligabao.search.hybrid import Fusion, Vector, candidates, hits_of
+from gligabao.search.hybrid import GOLD, KEYWORD_SCORER, Fusion, Vector, candidates, hits_of
 from gligabao.store import Connection
 from gligabao.store.datasets import Dataset
 from gligabao.store.db import now_iso
@@ -37,20 +37,33 @@ class Tuning:
     failures: dict[float, dict[int, int]]  # weight -> k -> queries failed
     weight: float
     previous: float
+    embedding_model: str | None = None  # the dataset's, which the weight holds for
+    # What the queries were: the user's gold, or pseudo-queries (pseudo.FROM_LLM, FROM_TEXT).
+    origin: str = GOLD
+    calls: int = 0  # chat calls paid to write the pseudo-queries
+    model: str | None = None  # the chat model that wrote them
 
     def settings(self) -> dict[str, Any]:
-        """What is stored with the dataset (gb_datasets.search_settings)."""
+        """What is stored with the dataset (gb_datasets.search_settings): the weight and
+        what it was learnt for, so that a change of either side asks for a new tuning."""
         return {
             "method": "convex",
             "vector_weight": self.weight,
             "tuned_on": self.queries,
             "tuned_at": now_iso(),
+            "learnt_from": self.origin,
+            "embedding_model": self.embedding_model,
+            "keyword_scorer": KEYWORD_SCORER,
+            **({"written_by": self.model} if self.model else {}),
         }
 
     def as_json(self) -> dict[str, Any]:
         return {
             "dataset": self.dataset,
             "queries": self.queries,
+            "learnt_from": self.origin,
+            "calls": self.calls,
+            "written_by": self.model,
             "vector_weight": self.weight,
             "previous_vector_weight": self.previous,
             "weights": [
@@ -96,4 +109,4 @@ def tune_fusion(
     ends = [failures[w] for w in (min(weights), max(weights))]
     safe = [w for w in weights if all(failures[w][k] <= min(e[k] for e in ends) for k in ks)]
     best = min(safe or weights, key=lambda w: (sum(failures[w].values()), abs(w - current)))
-    return Tuning(dataset.name, len(queries), failures, best, current)
+    return Tuning(dataset.name, len(queries), failures, best, current, dataset.embedding_model)

@@ -1,16 +1,25 @@
 """Search measured on a user's own queries (gb eval): failure@k of each method on each
 dataset, the queries embedded once for all of them, a dataset's fusion tuned first when
-asked."""
+asked: on those queries, or on pseudo-queries the dataset writes for itself
+(search/pseudo.py), which need no gold from the user."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from gligabao.errors import UsageError
 from gligabao.search.evaluate import RERANK, EvalResult, GoldQuery, evaluate_dataset
-from gligabao.search.hybrid import NO_ENDPOINT, NO_VECTORS, OTHER_MODEL, fusion_for, vector_obstacle
+from gligabao.search.hybrid import (
+    NO_ENDPOINT,
+    NO_VECTORS,
+    OTHER_MODEL,
+    fusion_for,
+    vector_obstacle,
+    weight_origin,
+)
+from gligabao.search.pseudo import FROM_TEXT, PseudoQueries
 from gligabao.store import datasets
 
 if TYPE_CHECKING:
@@ -26,10 +35,12 @@ _BATCH = 64  # queries per embeddings request
 
 @dataclass(frozen=True)
 class Evaluation:
-    """The queries measured and each dataset's result for each method."""
+    """The queries measured and each dataset's result for each method; the vector weight
+    each dataset's hybrid search used, and where it comes from."""
 
     queries: list[GoldQuery]
     results: list[EvalResult]
+    weights: dict[str, tuple[float, str]] = field(default_factory=dict)
 
 
 def _embed_all(config: Config, texts: list[str]) -> dict[str, list[float]]:
@@ -77,13 +88,21 @@ def _tuned(
     queries: list[GoldQuery],
     vectors: dict[str, list[float]] | None,
     skip: str | None,
+    made: PseudoQueries | None = None,
 ) -> tuple[Dataset, Tuning]:
-    """`dataset`'s fusion tuned on the queries and stored with it; the dataset as updated."""
+    """`dataset`'s fusion tuned on the queries (the gold, or those `made` for it) and
+    stored with it; the dataset as updated."""
     from gligabao.search.tune import tune_fusion
     from gligabao.store.db import transaction
 
-    if skip is not None or vectors is None:
+    if skip is not None:
         raise UsageError(f"dataset '{dataset.name}' cannot be tuned: {skip}; hybrid needs vectors")
+    if not queries or vectors is None:
+        offline = made is not None and made.origin == FROM_TEXT
+        raise UsageError(
+            f"dataset '{dataset.name}' cannot be tuned: no query could be made for it"
+            + (" (its chunks have no headings or summaries; tune with an LLM)" if offline else "")
+        )
     tuning = tune_fusion(
         conn,
         dataset,
@@ -92,6 +111,8 @@ def _tuned(
         current=fusion_for(config, dataset).vector_weight,
         depth=int(config["search.depth"]),
     )
+    if made is not None:
+        tuning = replace(tuning, origin=made.origin, calls=made.calls, model=made.model)
     with transaction(conn):
         datasets.set_search_settings(conn, dataset.id, tuning.settings())
     return datasets.get_dataset(conn, dataset.id), tuning
@@ -107,18 +128,33 @@ def evaluate(
     tune: bool,
     notice: Callable[[str], None],
     on_tuned: Callable[[Tuning], None],
+    synthetic: int = 0,
+    use_llm: bool = True,
 ) -> Evaluation:
     """Each of `methods` on each dataset, measured on `queries`; with `tune`, each
-    dataset's vector weight learnt from them first (told to `on_tuned`, with a notice
-    when search.vector_weight overrides it)."""
+    dataset's vector weight learnt first (told to `on_tuned`, with a notice when
+    search.vector_weight overrides it): from `queries`, or with `synthetic` from that many
+    pseudo-queries each dataset makes for itself (written by the chat model when
+    `use_llm` and one is configured, else from headings and summaries)."""
     skips = {ds.name: _vector_skip(config, conn, ds) for ds in found}
     vectors = None
-    if any(reason is None for reason in skips.values()):
+    if queries and any(reason is None for reason in skips.values()):
         vectors = _embed_all(config, [q.query for q in queries])  # once, for every dataset
     if tune:
         tuned = []
         for ds in found:
-            updated, tuning = _tuned(config, conn, ds, queries, vectors, skips[ds.name])
+            if synthetic:
+                made = _pseudo_queries(config, conn, ds, synthetic, use_llm, skips, notice)
+                made_vectors = (
+                    _embed_all(config, [q.query for q in made.queries])
+                    if made.queries and skips[ds.name] is None
+                    else None
+                )
+                updated, tuning = _tuned(
+                    config, conn, ds, made.queries, made_vectors, skips[ds.name], made
+                )
+            else:
+                updated, tuning = _tuned(config, conn, ds, queries, vectors, skips[ds.name])
             on_tuned(tuning)
             if config.sources.get("search.vector_weight", "default") != "default":
                 notice(
@@ -128,9 +164,40 @@ def evaluate(
             tuned.append(updated)
         found = tuned
     results: list[EvalResult] = []
-    for ds in found:
-        results.extend(_measured(config, conn, ds, queries, methods, vectors, skips, notice))
-    return Evaluation(queries, results)
+    if queries:
+        for ds in found:
+            results.extend(_measured(config, conn, ds, queries, methods, vectors, skips, notice))
+    weights = {
+        ds.name: (fusion_for(config, ds).vector_weight, weight_origin(config, ds)) for ds in found
+    }
+    return Evaluation(queries, results, weights)
+
+
+def _pseudo_queries(
+    config: Config,
+    conn: Connection,
+    dataset: Dataset,
+    n: int,
+    use_llm: bool,
+    skips: dict[str, str | None],
+    notice: Callable[[str], None],
+) -> PseudoQueries:
+    """The dataset's pseudo-queries, with a notice of where they come from."""
+    from gligabao.llm.endpoint import Endpoints
+    from gligabao.search.pseudo import write_queries
+
+    if skips[dataset.name] is not None:  # said by _tuned, before anything is paid for
+        return PseudoQueries([], FROM_TEXT, 0)
+    online = use_llm and Endpoints.from_config(config).chat_available
+    if use_llm and not online:
+        notice(
+            "no chat endpoint configured: pseudo-queries taken from headings and summaries, "
+            "which lean the weight toward BM25"
+        )
+    made = write_queries(config, conn, dataset, n, use_llm=online)
+    for line in made.notices:
+        notice(line)
+    return made
 
 
 def _measured(

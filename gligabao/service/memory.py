@@ -764,25 +764,36 @@ class Memory:
     @_one_at_a_time
     def evaluate(
         self,
-        queries: str | os.PathLike[str],
+        queries: str | os.PathLike[str] | None = None,
         *,
         datasets: Sequence[str] = (),
         methods: Sequence[str] = (),
         tune: bool = False,
         on_tuned: Callable[[Any], None] | None = None,
+        synthetic: int = 0,
+        use_llm: bool = True,
     ) -> Evaluation:
         """failure@1/5/20 of each method (bm25, vector, hybrid unless `methods` names
         some, rerank among them) on each dataset (the configured one unless `datasets`
         names some), measured on the gold queries of a JSON Lines file (as `gb eval`);
-        `tune` learns and stores each dataset's vector weight first (told to `on_tuned`)."""
+        `tune` learns and stores each dataset's vector weight first (told to `on_tuned`):
+        from those queries, or with `synthetic` from that many pseudo-queries each
+        dataset makes for itself (by the chat model unless not `use_llm`), which needs
+        no query file."""
         from gligabao.search.evaluate import EVAL_METHODS, METHOD_CHOICES, read_queries
         from gligabao.service.evaluation import evaluate
         from gligabao.store.datasets import require_dataset
 
+        if synthetic < 0:
+            raise UsageError(f"--sample must be a positive number of chunks, not {synthetic}")
+        if synthetic and not tune:
+            raise UsageError("pseudo-queries are for tuning: give --tune with --synthetic")
+        if queries is None and not synthetic:
+            raise UsageError("give a QUERIES.jsonl file to measure on, or --tune --synthetic")
         chosen = list(dict.fromkeys(methods or EVAL_METHODS))
         for method in chosen:
             self._args.choice("method", method, METHOD_CHOICES)
-        gold = read_queries(queries)
+        gold = read_queries(queries) if queries is not None else []
         names = list(dict.fromkeys(datasets or [self.dataset]))
         conn = self._store()
         found = [require_dataset(conn, name) for name in names]
@@ -794,5 +805,7 @@ class Memory:
             chosen,
             tune=tune,
             notice=self._notice,
+            synthetic=synthetic,
+            use_llm=use_llm,
             on_tuned=on_tuned or (lambda tuning: None),
         )

@@ -34,6 +34,7 @@ __all__ = [
     "chunk_at",
     "chunk_contexts",
     "chunk_layout",
+    "chunks_as_gold",
     "chunks_with_role",
     "chunks_with_summaries",
     "document_state",
@@ -44,6 +45,7 @@ __all__ = [
     "get_artifact",
     "get_chunk",
     "get_document",
+    "gold_pool",
     "index_artifact_text",
     "insert_chunk",
     "insert_cut_chunk",
@@ -732,6 +734,41 @@ def chunks_with_summaries(conn: Connection, document_id: int) -> list[dict[str, 
            ORDER BY c.chunk_index""",
         (document_id,),
     )
+
+
+def gold_pool(conn: Connection, dataset_id: int) -> list[int]:
+    """The chunks a query can name as gold, by id: those of current documents whose
+    source no other current document shares (the source names one document)."""
+    rows = _rows(
+        conn,
+        """SELECT c.id FROM gb_artifacts c JOIN gb_artifacts d ON d.id = c.parent_id
+           WHERE c.dataset_id = ? AND c.chunk_index IS NOT NULL AND d.superseded_by IS NULL
+             AND d.source IS NOT NULL
+             AND NOT EXISTS (SELECT 1 FROM gb_artifacts o
+                             WHERE o.dataset_id = d.dataset_id AND o.source = d.source
+                               AND o.parent_id IS NULL AND o.superseded_by IS NULL
+                               AND o.id <> d.id)
+           ORDER BY c.id""",
+        (dataset_id,),
+    )
+    return [r["id"] for r in rows]
+
+
+def chunks_as_gold(conn: Connection, ids: Sequence[int]) -> list[dict[str, Any]]:
+    """These chunks, in the order given, with what a query written for one needs to name
+    it as gold: `text`, `section`, `start_offset`, `end_offset`, its document's `source`
+    and its `summary` (or None)."""
+    rows = _rows(
+        conn,
+        f"""SELECT c.id, c.text, c.section, c.start_offset, c.end_offset, d.source,
+                  s.text AS summary
+           FROM gb_artifacts c JOIN gb_artifacts d ON d.id = c.parent_id
+           LEFT JOIN gb_artifacts s ON s.parent_id = c.id AND s.kind = 'chunk_summary'
+           WHERE c.id IN {dialect.of(conn).id_list("?")}""",
+        (json.dumps(list(ids)),),
+    )
+    by_id = {r["id"]: r for r in rows}
+    return [by_id[i] for i in ids if i in by_id]
 
 
 def chunk_at(conn: Connection, document_id: int, chunk_index: int) -> dict[str, Any] | None:

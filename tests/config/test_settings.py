@@ -33,7 +33,15 @@ def effective(gb_cli, *args: str) -> dict:
     return json.loads(result.stdout)
 
 
-STAGES = ("extract_graph", "summarize_chunk", "resolve", "contextualize_chunk", "rerank", "answer")
+STAGES = (
+    "extract_graph",
+    "summarize_chunk",
+    "resolve",
+    "contextualize_chunk",
+    "rerank",
+    "answer",
+    "pseudo_query",
+)
 # Every setting's default, as the docs and gligabao.toml.example state them: written out, not
 # read from gligabao.config, so that a changed default fails a test.
 DEFAULTS = {

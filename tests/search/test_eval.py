@@ -203,7 +203,15 @@ def test_two_datasets_side_by_side_with_every_method(gb_cli, corpus, online) -> 
     assert [(r["dataset"], r["method"]) for r in rows] == [
         (d, m) for d in ("small", "large") for m in ("bm25", "vector", "hybrid")
     ]
-    assert all(set(r) == RESULT_KEYS and r["skipped"] is None for r in rows)
+    # Hybrid says which vector weight it used, and where it comes from.
+    weighted = RESULT_KEYS | {"vector_weight", "weight_origin"}
+    assert all(
+        set(r) == (weighted if r["method"] == "hybrid" else RESULT_KEYS) and r["skipped"] is None
+        for r in rows
+    )
+    assert {r["weight_origin"] for r in rows if r["method"] == "hybrid"} == {
+        "the default; not tuned (gb eval --tune --synthetic learns it)"
+    }
     assert all(r["queries"] == 4 and 0 < r["retrieved"] <= 4 * 20 for r in rows)
     assert by_method(rows, "vector")[0]["retrieved"] == 4 * 20  # KNN always fills k
     for r in rows:

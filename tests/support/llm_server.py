@@ -38,7 +38,8 @@ to process. increase the physical batch size (current batch size: 512)").
 Chat answers are decided by the request's stage: ``response_format.json_schema.name`` when
 the request asks for a JSON schema, otherwise inferred from tags in the last user message
 (``<items>`` resolve, ``<document>`` + ``<chunk>`` contextualize_chunk, ``<chunk>``
-summarize_chunk, ``<text>`` extract_graph, ``<passages>`` rerank, ``<sources>`` answer).
+summarize_chunk, ``<text>`` extract_graph, ``<passages>`` rerank, ``<sources>`` answer,
+``<passage>`` pseudo_query).
 Every answer is a deterministic function of the request (only ids, ``created`` and
 ``cached_tokens`` depend on what came before).
 
@@ -86,10 +87,19 @@ __all__ = [
     "answer_sources",
     "embed_text",
     "generation_key",
+    "pseudo_query",
 ]
 
 #: Chat stages the server knows; "embed" is the stage of every embeddings request.
-STAGES = ("extract_graph", "summarize_chunk", "contextualize_chunk", "resolve", "rerank", "answer")
+STAGES = (
+    "extract_graph",
+    "summarize_chunk",
+    "contextualize_chunk",
+    "resolve",
+    "rerank",
+    "answer",
+    "pseudo_query",
+)
 EMBED_STAGE = "embed"
 FAULT_KINDS = (
     "429",
@@ -282,6 +292,17 @@ def rerank(query: str, passages: str) -> dict[str, Any]:
         text = passages[mark.end() : after.start() if after else len(passages)]
         overlap[int(mark.group(1))] = len(words & set(_WORD.findall(text.lower())))
     return {"order": sorted(overlap, key=lambda n: (-overlap[n], n))}
+
+
+def pseudo_query(passage: str) -> dict[str, Any]:
+    """A query for the passage: the five longest distinct words of its longest sentence,
+    longest first (ties in their order), lowercased. Those words are the passage's own, so
+    BM25 finds it; a test can predict the query from the passage."""
+    sentences = re.split(r"(?<=[.!?])\s+", " ".join(passage.split()))
+    longest = max(sentences, key=len, default="")
+    words = list(dict.fromkeys(w.lower() for w in _WORD.findall(longest)))
+    chosen = sorted(words, key=lambda w: -len(w))[:5]
+    return {"query": " ".join(chosen)}
 
 
 _SOURCE = re.compile(r"^\[(\d+)\] (.*)$", re.MULTILINE)
@@ -1356,6 +1377,8 @@ class LLMServer:
             return "answer"
         if _has_tag(last_user, "passages"):
             return "rerank"
+        if _has_tag(last_user, "passage"):
+            return "pseudo_query"
         if _has_tag(last_user, "items"):
             return "resolve"
         if _has_tag(last_user, "chunk"):
@@ -1397,6 +1420,8 @@ class LLMServer:
             return contextualize_chunk(find("document"))
         if stage == "rerank":
             return rerank(find("query").strip(), find("passages"))
+        if stage == "pseudo_query":
+            return pseudo_query(find("passage"))
         if stage == "answer":
             question, sources = find("question").strip(), answer_sources(find("sources"))
             return (self.answer_with or answer)(question, sources)
