@@ -4,9 +4,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from tests.support.helpers import CORPUS_DIR
+from tests.support.helpers import CORPUS_DIR, configure, gb
 
 CHANGELOG = CORPUS_DIR / "pyenv-CHANGELOG.md"
 
@@ -30,6 +31,20 @@ def test_min_section_tokens_from_the_file_or_the_environment_packs_sections(
     assert preview(gb_cli, str(CHANGELOG)) == plain
     shown = json.loads(gb_cli("config", "--json").stdout)["markdown.min_section_tokens"]
     assert shown == {"value": 0, "source": "env GB_MARKDOWN_MIN_SECTION_TOKENS"}
+
+
+def test_remember_stores_the_packed_cut_and_completes_it_the_same_way(gb_cli, monkeypatch) -> None:
+    """The threshold is stored with the document: a later run that completes it (offline
+    here, so every stage is left to do) cuts it as the first did, whatever it is set to."""
+    configure(monkeypatch, None)
+    shutil.copy(CHANGELOG, "CHANGELOG.md")
+    Path("gligabao.toml").write_text("[markdown]\nmin_section_tokens = 200\n")
+    packed = preview(gb_cli, "CHANGELOG.md")["chunk_count"]
+    first = json.loads(gb(gb_cli, "remember", "--json", "CHANGELOG.md").stdout.splitlines()[0])
+    assert len(first["chunks"]) == packed
+    monkeypatch.setenv("GB_MARKDOWN_MIN_SECTION_TOKENS", "0")
+    again = json.loads(gb(gb_cli, "remember", "--json", "CHANGELOG.md").stdout.splitlines()[0])
+    assert [c["end_offset"] for c in again["chunks"]] == [c["end_offset"] for c in first["chunks"]]
 
 
 WARNING = (
