@@ -5,6 +5,9 @@ a clean document, and one that fits in a chunk, are not flagged."""
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from gligabao.chunk.check import (
     READ_CHARS,
     REFERENCE_PATTERNS,
@@ -12,6 +15,8 @@ from gligabao.chunk.check import (
 )
 from gligabao.chunk.markdown import split_markdown
 from gligabao.chunk.text import split_text
+from tests.chunk.test_markdown import markdown
+from tests.support.chunk_checks import PROPERTY
 
 WARNING = (
     "> **Warning:** never get under a car held up by the jack alone. The jack can slip and "
@@ -147,3 +152,24 @@ def test_findings_and_checks_as_json():
     )
     (finding,) = shown[-1]["findings"]
     assert set(finding) == {"kind", "said", "suggestion", "excerpt", "phrase", "at"}
+
+
+@settings(PROPERTY, max_examples=200)
+@given(doc=markdown(), chunk_size=st.sampled_from([32, 64, 160]), overlap=st.sampled_from([0, 20]))
+def test_any_markdown_is_checked_and_every_finding_is_well_formed(doc, chunk_size, overlap):
+    text, _ = doc
+    chunks = split_markdown(text, chunk_size=chunk_size, overlap_percent=overlap)
+    checks = check_chunks(text, chunks, chunk_size=chunk_size)
+    assert [c.chunk for c in checks] == (chunks if len(chunks) > 1 else [])
+    for check in checks:
+        for f in check.findings:
+            assert f.kind in {"reference", "repeated_start", "split_procedure", "split_table"}
+            assert f.said and f.suggestion
+            if f.kind == "reference":
+                at = f.figures["at"]
+                assert " ".join(check.chunk.text[at:].split()).startswith(f.figures["phrase"])
+            elif f.kind == "repeated_start":
+                assert f.figures["preamble_chars"] <= f.figures["repeated_chars"] <= READ_CHARS
+            else:
+                assert 1 <= f.figures["part"] <= f.figures["parts"]
+                assert f.figures["begins_in"] < check.chunk.index
