@@ -7,7 +7,9 @@ suggestion:
 - ``reference``: the chunk points at text it may not hold ("see above", "repeat the
   steps above", "as mentioned earlier", "the previous step", "described below"): the
   phrases of `REFERENCE_PATTERNS`, English regular expressions, matched without regard to
-  case; extend the tuple (or pass ``references``) to add phrases or languages;
+  case; extend the tuple (or pass ``references``) to add phrases or languages. One that
+  points forward ("below", "the following") is flagged only near the chunk's end, with
+  less than `FORWARD_ROOM` characters after it: further up, what it points at follows;
 - ``repeated_start``: a paragraph at the start of a chunk (in its first `READ_CHARS`
   characters) that the start of an earlier chunk holds too: a warning or preamble
   repeated at the top of every part. Flagged when the preamble has `PREAMBLE_CHARS`
@@ -34,6 +36,7 @@ from gligabao.chunk.text import Chunk
 from gligabao.chunk.tokens import ESTIMATOR, Tokenizer
 
 __all__ = [
+    "FORWARD_ROOM",
     "PREAMBLE_CHARS",
     "READ_CHARS",
     "REFERENCE_PATTERNS",
@@ -46,6 +49,7 @@ __all__ = [
 READ_CHARS = 800  # what a chatbot's follow-up search reads of each chunk
 REPEATED_START_CHARS = 200  # a quarter of what is read: less repeated is not flagged
 PREAMBLE_CHARS = 100  # nor a shorter preamble (a repeated import line, a short note)
+FORWARD_ROOM = 200  # a "below" with this many characters after it in its chunk is fine
 _MIN_PARAGRAPH = 30  # shorter paragraphs ("Note:", a rule) repeat without harm
 
 # Phrases that lean on text before or after them. Each is a regular expression matched
@@ -154,6 +158,7 @@ def _reference_pattern(references: Sequence[str]) -> re.Pattern[str]:
 
 
 _DEFAULT_REFERENCES = _reference_pattern(REFERENCE_PATTERNS)
+_FORWARD = re.compile(r"\b(?:below|following)\b", re.IGNORECASE)
 
 
 def _references(
@@ -166,6 +171,8 @@ def _references(
     for c, into in zip(chunks, found, strict=True):
         for m in pattern.finditer(c.text):
             phrase = " ".join(m.group().split())
+            if _FORWARD.search(phrase) and len(c.text) - m.end() >= FORWARD_ROOM:
+                continue  # what it points at most likely follows in the chunk
             into.append(
                 Finding(
                     "reference",

@@ -86,6 +86,14 @@ def test_reference_phrases_are_a_list_others_extend():
         assert list(kinds(planted, 48).values()) == [["reference"]], phrase
 
 
+def test_a_forward_reference_is_flagged_only_where_what_follows_is_cut_off():
+    example = "```sh\n" + "gb remember notes.md --chunk-size 512 --overlap 10\n" * 5 + "```"
+    followed = CLEAN + section("Example", f"Run the following example:\n\n{example}")
+    assert kinds(followed, 160) == {}  # the example is in the same chunk
+    cut_off = CLEAN + section("Example", "Run the following example.")
+    assert list(kinds(cut_off, 48).values()) == [["reference"]]
+
+
 def test_a_preamble_repeated_at_the_top_of_sections_is_flagged_with_how_much_it_fills():
     text = "# Wheels\n\n" + "".join(
         section(title, f"{WARNING}\n\nThen {title.lower()} the wheel, as its own part says.")
