@@ -78,6 +78,14 @@ SETTINGS: tuple[Setting, ...] = (
         "a chat cut in 256-token windows of whole messages (multi) or a message a chunk",
         choices=("multi", "single"),
     ),
+    Setting(
+        "markdown.min_section_tokens",
+        int,
+        0,
+        "pack sibling markdown sections smaller than this into one chunk (0: never)",
+        0,
+        8000,
+    ),
     # Comma-separated; checked by gligabao.remember.document.parse_stages, which names the
     # valid ones.
     Setting("stages", str, "graph,summaries,embed", "what gb remember does (or: embed)"),
@@ -140,7 +148,16 @@ SETTINGS: tuple[Setting, ...] = (
 BY_KEY = {s.key: s for s in SETTINGS}
 # Names that must name something: blank, they would reach the store as an empty name.
 _NOT_BLANK = frozenset({"database", "dataset", "models.default", "embeddings.model"})
-_SECTIONS = {"llm", "embeddings", "models", "reasoning", "prices", "search", "chat"}
+_SECTIONS = {
+    "llm",
+    "embeddings",
+    "models",
+    "reasoning",
+    "prices",
+    "search",
+    "chat",
+    "markdown",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +246,7 @@ class Config:
             mode=self["mode"],
             tokenizer=tokenizer,
             chat_window=self["chat.window"],
+            min_section_tokens=self["markdown.min_section_tokens"],
         )
 
     def shown(self) -> list[tuple[str, Any, str]]:

@@ -19,18 +19,22 @@ class ChunkSettings:
     mode: str = "text"
     tokenizer: Tokenizer = field(default=ESTIMATOR)
     chat_window: str = "multi"  # a chat in multi-message windows, or one message a chunk
+    # Markdown: sibling sections smaller than this are packed into one chunk (0: never).
+    min_section_tokens: int = 0
 
     def fingerprint(self) -> dict[str, object]:
         """What a stored cut depends on, to tell later whether it would come out the same.
-        The chat window only when not the default, so documents stored before it existed
-        keep their fingerprint."""
+        The chat window and the small sections' threshold only when not the default, so
+        documents stored before they existed keep their fingerprint."""
         single = {"chat_window": self.chat_window} if self.chat_window != "multi" else {}
+        small = {"min_section_tokens": self.min_section_tokens} if self.min_section_tokens else {}
         return {
             "chunk_size": self.chunk_size,
             "overlap_percent": self.overlap_percent,
             "mode": self.mode,
             "tokenizer": self.tokenizer.name,
             **single,
+            **small,
         }
 
 
@@ -115,7 +119,8 @@ def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
     if mode == "markdown":
         from gligabao.chunk.markdown import markdown_chunks
 
-        return Cut(tokens, markdown_chunks(splitter), mode)
+        chunks = markdown_chunks(splitter, min_section_tokens=settings.min_section_tokens)
+        return Cut(tokens, chunks, mode)
     if mode == "code":
         from gligabao.chunk.code import code_chunks
 

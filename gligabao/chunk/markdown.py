@@ -26,6 +26,16 @@ The structure comes from markdown-it-py (CommonMark with GFM tables). The cut:
   inline parser from the start of the image's line through the two lines after,
   so one that runs on over more lines may be cut.
 
+Small sections (``min_section_tokens`` above 0, ``[markdown] min_section_tokens``): the
+rule above is relaxed for sections smaller than that. A section here is a heading with all
+below it (up to the next heading of its level or above); consecutive siblings (one parent)
+smaller than the threshold are packed, whole and in order, into one chunk up to
+``chunk_size``, each keeping its heading in the text. Such a chunk has no overlap; its
+``section`` names the parent, then its first and last: "Changelog > 1.2.0 … 1.0.0" (one
+small heading packed with the sections below it: its own path), its ``anchor`` that of
+the first. A section that is not small is cut as before, its small children packed the
+same way; the text before the first heading is never packed.
+
 Each chunk's ``section`` is the heading path ("Cleaning > Cleaning Steps", plain
 text, inline markup stripped), ``anchor`` the GitHub-style slug of its section's
 own heading (lowercase, punctuation dropped, spaces made hyphens; duplicates get
@@ -158,6 +168,7 @@ def split_markdown(
     chunk_size: int = 1024,
     overlap_percent: int = 20,
     tokenizer: Tokenizer | None = None,
+    min_section_tokens: int = 0,
 ) -> list[Chunk]:
     """Cut markdown ``text`` into chunks of at most ``chunk_size`` tokens by its sections.
 
@@ -166,18 +177,21 @@ def split_markdown(
     chunk's ``tokens`` count its text only: what is embedded, ``context + text``,
     can be larger than ``chunk_size`` by the context (a short section path, and a
     table's header rows for a chunk that continues a table).
+
+    With ``min_section_tokens`` above 0, consecutive sibling sections smaller than that
+    are packed into one chunk (see the module docstring, Small sections).
     """
     splitter = Splitter(
         text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
     )
-    return markdown_chunks(splitter)
+    return markdown_chunks(splitter, min_section_tokens=min_section_tokens)
 
 
-def markdown_chunks(splitter: Splitter) -> list[Chunk]:
+def markdown_chunks(splitter: Splitter, *, min_section_tokens: int = 0) -> list[Chunk]:
     """`split_markdown` of a text whose `Splitter` is made (and its tokens counted) already."""
     if not splitter.data:
         return []
-    return _Document(splitter).chunks(splitter.tokenizer)
+    return _Document(splitter).chunks(splitter.tokenizer, min_section_tokens)
 
 
 # --------------------------------------------------------------------------- structure
@@ -716,21 +730,43 @@ class _Document:
             sections[0] = (0, first[1], first[2])
         return sections
 
-    def chunks(self, tokenizer: Tokenizer) -> list[Chunk]:
+    def chunks(self, tokenizer: Tokenizer, min_section_tokens: int = 0) -> list[Chunk]:
         data, splitter = self.data, self.splitter
         sections = self._sections()
         heading_ends = sorted(h.end for h in self.headings)
+        ends = [
+            self._trim(start, sections[i + 1][0])[1] if i + 1 < len(sections) else len(data)
+            for i, (start, _, _) in enumerate(sections)
+        ]
+        packed = self._packed(sections, ends, min_section_tokens) if min_section_tokens else {}
         paths = [h.path for _, h, _ in sections if h is not None]
-        path_tokens = iter(_token_counts(paths, tokenizer))
+        names = [name for _, name, _ in packed.values()]
+        path_tokens = iter(_token_counts(paths + names, tokenizer))
+        contexts = [
+            _context_path(h.path, next(path_tokens), tokenizer) if h is not None else ""
+            for _, h, _ in sections
+        ]
+        packed_contexts = {
+            i: _context_path(name, next(path_tokens), tokenizer)
+            for i, (_, name, _) in packed.items()
+        }
         spans: list[tuple[int, int]] = []
         where: list[tuple[str | None, str | None, str]] = []
+        skip_to = 0
         for i, (start, heading, _content) in enumerate(sections):
-            end = self._trim(start, sections[i + 1][0])[1] if i + 1 < len(sections) else len(data)
+            if i < skip_to:
+                continue  # packed into the chunk of a section before it
+            if i in packed:
+                stop, name, anchor = packed[i]
+                spans.append((start, ends[stop - 1]))
+                where.append((name, anchor, packed_contexts[i]))
+                skip_to = stop
+                continue
+            end = ends[i]
             if heading is None:
-                info = (None, None, "")
+                info: tuple[str | None, str | None, str] = (None, None, "")
             else:
-                context = _context_path(heading.path, next(path_tokens), tokenizer)
-                info = (heading.path, heading.anchor, context)
+                info = (heading.path, heading.anchor, contexts[i])
             if splitter.fits(start, end):
                 spans.append((start, end))  # the section fits: one chunk
                 where.append(info)
@@ -746,6 +782,86 @@ class _Document:
                 else:
                     where.append(info)
         return splitter.chunks(spans, where)
+
+    def _packed(
+        self, sections: list[tuple[int, _Heading | None, int]], ends: list[int], least: int
+    ) -> dict[int, tuple[int, str, str | None]]:
+        """The runs of small sections packed into one chunk each, by the index of the
+        first section of each run: (the index after its last, its name, its anchor).
+
+        The units packed are the sections of the heading tree: a heading with all below
+        it, up to the next heading of its level or above. Sibling units (one parent, in
+        order) smaller than ``least`` tokens are packed, as many as fit in a chunk; a
+        unit that is not small has its own children packed the same way. A unit whose
+        bounds are not those of sections of the cut (an empty deeper heading runs into
+        the next one's section) is never packed, nor is the text before the first
+        heading."""
+        heads = [h for h in self.headings if h.level <= 3]
+        head_starts = [h.start for h in heads]
+        starts = [start for start, _, _ in sections]
+        first_of = {start: i for i, start in enumerate(starts)}
+        children: list[list[int]] = [[] for _ in heads]
+        top: list[int] = []
+        stack: list[int] = []  # the open headings, outermost first
+        stop = [len(heads)] * len(heads)  # the next heading of the same level or above
+        for k, h in enumerate(heads):
+            while stack and heads[stack[-1]].level >= h.level:
+                stop[stack.pop()] = k
+            (children[stack[-1]] if stack else top).append(k)
+            stack.append(k)
+        # Each heading's unit as sections [first, after), or None where it has none: a
+        # unit starts where its section does when the headings before it there (empty
+        # ones joining it) are its parents, and ends where a section starts.
+        units: list[tuple[int, int] | None] = []
+        for k, h in enumerate(heads):
+            first = bisect_right(starts, h.start) - 1
+            lead = heads[bisect_left(head_starts, starts[first]) : k]
+            after = first_of.get(heads[stop[k]].start) if stop[k] < len(heads) else len(sections)
+            parents = all(g.level < h.level for g in lead)
+            units.append((first, after) if after is not None and parents else None)
+        splitter, chunk_size = self.splitter, self.chunk_size
+        packed: dict[int, tuple[int, str, str | None]] = {}
+
+        def span(first: int, after: int) -> tuple[int, int]:
+            return starts[first], ends[after - 1]
+
+        def pack(run: list[tuple[int, int, int]], parent: str) -> None:
+            """Pack consecutive small units greedily, as many as fit in a chunk each; a
+            chunk of one section is left as it is."""
+            groups: list[list[tuple[int, int, int]]] = []
+            for unit in run:
+                if groups and splitter.count(*span(groups[-1][0][1], unit[2])) <= chunk_size:
+                    groups[-1].append(unit)
+                else:
+                    groups.append([unit])
+            for group in groups:
+                (k, first, _), (last, _, after) = group[0], group[-1]
+                if after - first < 2:
+                    continue
+                a, b = heads[k], heads[last]
+                if len(group) == 1:
+                    name = a.path  # one heading and the sections under it
+                else:
+                    name = f"{a.text} … {b.text}"
+                    name = f"{parent} > {name}" if parent else name
+                packed[first] = (after, name, a.anchor)
+
+        def visit(siblings: list[int], parent: str) -> None:
+            run: list[tuple[int, int, int]] = []
+            for k in siblings:
+                unit = units[k]
+                if unit is not None:
+                    tokens = splitter.count(*span(*unit))
+                    if tokens < least and tokens <= chunk_size:
+                        run.append((k, *unit))
+                        continue
+                pack(run, parent)
+                run = []
+                visit(children[k], heads[k].path)
+            pack(run, parent)
+
+        visit(top, "")
+        return packed
 
     def _cut(self, start: int, end: int, heading_ends: list[int]) -> list[tuple[int, int]]:
         """The chunks of a section larger than one, from its blocks, atoms and images:

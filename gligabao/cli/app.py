@@ -39,13 +39,14 @@ Examples:
 
 EPILOG = """\
 Exit codes: 0 success; 1 failure while working (LLM, network, store, writing the
-output), or gb status: a file not in sync; 2 usage error; 3 an input was refused (too
-large, empty, not UTF-8, NUL bytes, missing, a FIFO or a device); 4 partial: some inputs
-failed or were left by --max-cost, the others succeeded; 5 configuration error; 6
-database unusable (locked, not a database, another program's, read-only for a command
-that writes, a full disk) or none yet (only gb remember creates one); 129 hung up
-(SIGHUP), 130 interrupted (SIGINT), 143 terminated (SIGTERM): what was stored is kept,
-run the same command again to continue; 141 output closed (its reader went away).
+output), or gb status: a file not in sync, or gb chunk-preview --check: a chunk flagged;
+2 usage error; 3 an input was refused (too large, empty, not UTF-8, NUL bytes, missing, a
+FIFO or a device); 4 partial: some inputs failed or were left by --max-cost, the others
+succeeded; 5 configuration error; 6 database unusable (locked, not a database, another
+program's, read-only for a command that writes, a full disk) or none yet (only gb remember
+creates one); 129 hung up (SIGHUP), 130 interrupted (SIGINT), 143 terminated (SIGTERM):
+what was stored is kept, run the same command again to continue; 141 output closed (its
+reader went away).
 """
 
 app = typer.Typer(

@@ -15,7 +15,7 @@ from gligabao.read.files import STDIN
 from gligabao.service.settings import where_from
 
 if TYPE_CHECKING:
-    from gligabao.service.preview import Preview
+    from gligabao.service.preview import Checked, Preview
 
 
 @command("chunk-preview")
@@ -41,6 +41,13 @@ def chunk_preview(
         metavar="PATTERN",
         help="With -r, only files matching PATTERN (repeatable), e.g. '*.md'.",
     ),
+    check: bool = typer.Option(
+        False,
+        "--check",
+        help="Flag what a chunk may lack on its own: references to text elsewhere (see "
+        "above), a preamble repeated at the top of chunks, a chunk starting inside a numbered "
+        "procedure or a table; each with a suggestion. Exit 1 when anything is flagged.",
+    ),
     config_path: options.ConfigPath = None,
     as_json: options.Json = False,
 ) -> None:
@@ -56,10 +63,15 @@ def chunk_preview(
     result per conversation); each chunk shows its pages (`pages`) or its messages
     (`messages`: conversation and path ids, first and last turn, roles).
 
+    With --check, each chunk is checked for what a chatbot given it alone may miss (see
+    docs/chunking.md); the exit code is 1 when any chunk is flagged, so a docs CI can run
+    it. With --json, one object per input with every chunk and its findings.
+
     \b
     Examples:
       gb chunk-preview notes.md --chunk-size 512 --overlap 10
       gb chunk-preview -r docs --glob '*.md' --json
+      gb chunk-preview -r docs --glob '*.md' --check
     """
     flags = {
         **options.chunk_flags(chunk_size, overlap, mode, tokenizer),
@@ -74,9 +86,14 @@ def chunk_preview(
     names = paths or [STDIN]
     failed = 0
     shown: list[Preview] = []
-    # Only --json shows stored contexts.
+    checked: list[Checked] = []
+    # Only --json shows stored contexts (a check shows none).
     found = service.preview(
-        names, all_branches=all_branches, contexts=as_json, recursive=recursive, glob=glob or ()
+        names,
+        all_branches=all_branches,
+        contexts=as_json and not check,
+        recursive=recursive,
+        glob=glob or (),
     )
     for preview in found:
         if isinstance(preview, InputError):
@@ -84,17 +101,28 @@ def chunk_preview(
             failed += 1
             continue
         shown.append(preview)
-        if as_json:
+        if check:
+            checked.append(preview.check())
+            if as_json:
+                render.json_line(checked[-1].as_json())
+            else:
+                render.chunk_check(checked[-1])
+        elif as_json:
             render.json_line(preview.as_json())
         else:
             render.chunk_preview_table(preview.shown, preview.cut, preview.settings)
     if not as_json and (recursive or len(shown) > 1):
-        render.chunk_preview_total(
-            [(p.cut.tokens, len(p.cut.chunks) or 1) for p in shown], failed=failed
-        )
+        if check:
+            render.chunk_check_total(checked, failed=failed)
+        else:
+            render.chunk_preview_total(
+                [(p.cut.tokens, len(p.cut.chunks) or 1) for p in shown], failed=failed
+            )
     if failed:
         code = ExitCode.BAD_INPUT if not shown else ExitCode.PARTIAL
         raise typer.Exit(int(code))
+    if any(c.flagged for c in checked):
+        raise typer.Exit(int(ExitCode.FAILURE))  # something flagged: a docs CI fails
 
 
 @command("config")

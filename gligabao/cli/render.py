@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from gligabao.remember.result import Remembered
     from gligabao.search.evaluate import EvalResult
     from gligabao.search.hybrid import Hit
+    from gligabao.service.preview import Checked
     from gligabao.service.sizing import DryRun
 
 
@@ -183,6 +184,64 @@ def chunk_preview_total(cuts: Sequence[tuple[int, int]], *, failed: int = 0) -> 
         _text(
             f"total: {_n(len(cuts))} {plural(len(cuts), 'document')}, {_n(tokens)} "
             f"{plural(tokens, 'token')} in {_n(chunks)} {plural(chunks, 'chunk')}{refused}",
+            "bold",
+        )
+    )
+
+
+_KINDS = {
+    "reference": "reference",
+    "repeated_start": "repeated start",
+    "split_procedure": "split procedure",
+    "split_table": "split table",
+}
+
+
+def chunk_check(checked: Checked) -> None:
+    """`gb chunk-preview --check`: a line for the document, then each flagged chunk (its
+    number, section and offsets) with each finding, what it quotes, and the suggestion."""
+    flagged = checked.flagged
+    count = sum(len(c.findings) for c in flagged)
+    chunks = len(checked.cut.chunks)
+    if not checked.cut.chunked:
+        said = ": fits in one chunk, nothing to check"
+    elif not flagged:
+        said = f": {chunks} {plural(chunks, 'chunk')}, nothing flagged"
+    else:
+        said = (
+            f": {_n(len(flagged))} of {_n(chunks)} {plural(chunks, 'chunk')} flagged, "
+            f"{counted(count, 'finding')}"
+        )
+    stdout.print(_assemble((checked.shown, "bold"), (said, "yellow" if flagged else "green")))
+    for check in flagged:
+        c = check.chunk
+        stdout.print(
+            _assemble(
+                (f"  chunk {c.index + 1}", "bold"),
+                (f"  {c.section}" if c.section else "", "cyan"),
+                (f"  bytes {_n(c.start_offset)}-{_n(c.end_offset)}", "dim"),
+            ),
+            soft_wrap=True,
+        )
+        for finding in check.findings:
+            head = _assemble(
+                (f"{_KINDS.get(finding.kind, finding.kind)}: ", "yellow"), finding.said
+            )
+            stdout.print(_indent(head, 4))
+            if finding.excerpt:
+                stdout.print(_indent(_text(f"“{finding.excerpt}”", "dim"), 6))
+            stdout.print(_indent(_text(f"→ {finding.suggestion}", "green"), 6))
+
+
+def chunk_check_total(checked: Sequence[Checked], *, failed: int = 0) -> None:
+    """The line under several checks: documents, those flagged, findings in all."""
+    flagged = [c for c in checked if c.flagged]
+    findings = sum(len(f.findings) for c in checked for f in c.flagged)
+    refused = f" ({_n(failed)} {plural(failed, 'input')} refused)" if failed else ""
+    stdout.print(
+        _text(
+            f"checked {counted(len(checked), 'document')}: {_n(len(flagged))} flagged, "
+            f"{counted(findings, 'finding')}{refused}",
             "bold",
         )
     )

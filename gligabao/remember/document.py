@@ -922,6 +922,7 @@ def _stored_settings(document: dict[str, Any]) -> ChunkSettings:
         mode=document["mode"] or recorded["mode"],
         tokenizer=get_tokenizer(recorded["tokenizer"]),
         chat_window=recorded.get("chat_window", "multi"),
+        min_section_tokens=recorded.get("min_section_tokens", 0),
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Config
@@ -17,7 +17,10 @@ from gligabao.read.files import FOLDER_WALKED
 from gligabao.read.sources import Source, read_sources
 from gligabao.remember.cut import cut_source
 
-__all__ = ["Preview", "inputs", "preview_json", "preview_text", "previews"]
+if TYPE_CHECKING:
+    from gligabao.chunk.check import ChunkCheck
+
+__all__ = ["Checked", "Preview", "inputs", "preview_json", "preview_text", "previews"]
 
 
 @dataclass(frozen=True)
@@ -30,10 +33,51 @@ class Preview:
     settings: ChunkSettings
     locations: dict[str, Any] | None  # a PDF's pages, a chat's messages
     situating: dict[int, str] = field(default_factory=dict)
+    text: str = ""  # the text cut, for `check`
 
     def as_json(self) -> dict[str, Any]:
         """What `gb chunk-preview --json` prints (and `gb serve` answers) for it."""
         return preview_json(self.shown, self.cut, self.situating, self.locations)
+
+    def check(self) -> Checked:
+        """What each chunk may lack on its own (`gb chunk-preview --check`)."""
+        from gligabao.chunk.check import check_chunks  # only a check needs it
+
+        chunks = check_chunks(
+            self.text,
+            self.cut.chunks,
+            chunk_size=self.settings.chunk_size,
+            tokenizer=self.settings.tokenizer,
+        )
+        return Checked(self.shown, self.cut, chunks)
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A document's cut checked: each chunk with its findings (none when it stands on
+    its own; no chunks for a text not chunked)."""
+
+    shown: str
+    cut: Cut
+    chunks: list[ChunkCheck]
+
+    @property
+    def flagged(self) -> list[ChunkCheck]:
+        """The chunks with a finding."""
+        return [c for c in self.chunks if c.findings]
+
+    def as_json(self) -> dict[str, Any]:
+        """What `gb chunk-preview --check --json` prints for it: every chunk, each with
+        its findings (an empty list for a chunk that stands on its own)."""
+        return {
+            "source": self.shown,
+            "tokens": self.cut.tokens,
+            "chunked": self.cut.chunked,
+            "chunk_count": len(self.cut.chunks),
+            "flagged_chunks": len(self.flagged),
+            "findings": sum(len(c.findings) for c in self.chunks),
+            "chunks": [c.as_json() for c in self.chunks],
+        }
 
 
 def preview_json(
@@ -88,7 +132,7 @@ def preview_text(config: Config, text: str, name: str | None) -> Preview:
     settings = config.chunk_settings()
     data = text.encode("utf-8", "surrogatepass")
     source = Source(STDIN, data, decode(name or STDIN, data), stored_as=name)
-    return Preview(name or STDIN, cut_source(source, settings), settings, None)
+    return Preview(name or STDIN, cut_source(source, settings), settings, None, text=source.text)
 
 
 def inputs(
@@ -144,7 +188,7 @@ def previews(
             situating: dict[int, str] = {}
             if database is not None and source.path is not None and cut.chunked:
                 situating, database = _stored_contexts(config, database, source, cut, notice)
-            yield Preview(shown, cut, settings, source.locations(), situating)
+            yield Preview(shown, cut, settings, source.locations(), situating, source.text)
 
 
 def _stored(database: str) -> bool:

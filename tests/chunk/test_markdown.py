@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import itertools
 import re
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 
+from gligabao.chunk import ChunkSettings, cut
 from gligabao.chunk.markdown import _Document, split_markdown
 from gligabao.chunk.text import Chunk, Splitter
 from tests.support.chunk_checks import PROPERTY, assert_invariants, reference_tokens
@@ -545,3 +547,103 @@ def test_real_api_references(chunk_size):
         continued = [c for c in chunks if c.context.count("\n") > 1]
         if chunk_size == 256:
             assert continued, "some table is cut, its header repeated"
+
+
+# ------------------------------------------------------------------ small sections packed
+
+
+def check_packed(text: str, plain: list[Chunk], packed: list[Chunk], least: int) -> None:
+    """A cut with ``min_section_tokens = least`` against the cut without: each chunk is one
+    of the plain cut's, or a run of its chunks that are whole sections (no overlap), each
+    smaller than ``least``, packed into one chunk that still fits."""
+    i = 0
+    for chunk in packed:
+        j = i
+        while plain[j].end < chunk.end:
+            j += 1
+        run = plain[i : j + 1]
+        assert run[0].start == chunk.start and run[-1].end == chunk.end, chunk.index
+        if len(run) == 1:
+            assert chunk.text == run[0].text and chunk.section == run[0].section
+        else:
+            assert chunk.overlap_tokens == 0
+            assert all(c.overlap_tokens == 0 and c.tokens < least for c in run)
+            assert chunk.section is not None and chunk.context.endswith("\n")
+        i = j + 1
+    assert i == len(plain), "every chunk of the plain cut is in one of the packed cut"
+
+
+@PROPERTY
+@given(
+    doc=markdown(),
+    chunk_size=sizes,
+    overlap=overlaps,
+    least=st.one_of(st.integers(0, 200), st.sampled_from([0, 1, 32, 1024, 8000])),
+)
+def test_generated_markdown_with_small_sections_packed(doc, chunk_size, overlap, least):
+    text, _ = doc
+    plain = split_markdown(text, chunk_size=chunk_size, overlap_percent=overlap)
+    packed = split_markdown(
+        text, chunk_size=chunk_size, overlap_percent=overlap, min_section_tokens=least
+    )
+    assert_invariants(text, packed, chunk_size, overlap)
+    check_packed(text, plain, packed, least)
+    if least == 0:
+        assert packed == plain
+
+
+def test_small_sibling_sections_are_packed_and_keep_their_headings():
+    text = (
+        "# Changelog\n\nWhat changed.\n\n"
+        "## 1.2.0\n\n### Fixed\n\n- a crash\n\n### Added\n\n- a flag\n\n"
+        "## 1.1.0\n\n- one fix\n\n"
+        "## 1.0.0\n\n" + words_of(60) + "\n\n"
+        "# Other\n\n## o1\n\nshort\n\n## o2\n\nshort too\n"
+    )
+    plain = split_markdown(text, chunk_size=100, overlap_percent=0)
+    chunks = split_markdown(text, chunk_size=100, overlap_percent=0, min_section_tokens=30)
+    assert [c.section for c in chunks] == [
+        "Changelog",  # the parent's own text is not packed with its children
+        "Changelog > 1.2.0 … 1.1.0",  # 1.2.0 with its h3 sections, then 1.1.0
+        "Changelog > 1.0.0",  # not small
+        "Other",  # small as a whole, with its sections: never with 1.0.0's parent
+    ]
+    assert chunks[1].text.startswith("## 1.2.0") and chunks[1].text.endswith("- one fix")
+    assert chunks[1].anchor == "120" and chunks[1].context == "Changelog > 1.2.0 … 1.1.0\n"
+    check_packed(text, plain, chunks, 30)
+    # One small heading and the sections under it, with no sibling to pack: its own path.
+    alone = split_markdown(
+        "# T\n\nx " + words_of(40) + "\n\n## A\n\n### a\n\none\n\n### b\n\ntwo\n",
+        chunk_size=48,
+        overlap_percent=0,
+        min_section_tokens=20,
+    )
+    assert [c.section for c in alone] == ["T", "T > A"]
+
+
+def test_packed_sections_never_exceed_a_chunk():
+    sections = "".join(f"## v{i}\n\n{words_of(12)}\n\n" for i in range(10))
+    chunks = split_markdown(sections, chunk_size=40, overlap_percent=20, min_section_tokens=20)
+    assert [c.section for c in chunks] == ["v0 … v1", "v2 … v3", "v4 … v5", "v6 … v7", "v8 … v9"]
+    assert_invariants(sections, chunks, 40, 20)
+
+
+def test_a_real_changelog_is_cut_into_fewer_chunks_with_every_heading_kept():
+    """pyenv's changelog (tests/support/corpus): ~220 headings, most over a few lines."""
+    text = (CORPUS_DIR / "pyenv-CHANGELOG.md").read_text(encoding="utf-8")
+    settings = ChunkSettings(chunk_size=1024, overlap_percent=20, mode="markdown")
+    plain = cut(text, settings).chunks
+    packed = cut(text, replace(settings, min_section_tokens=200)).chunks
+    assert len(plain) > 150 and len(packed) < len(plain) / 2
+    assert_invariants(text, packed, 1024, 20)
+    check_packed(text, plain, packed, 200)
+    assert sum(c.tokens < 100 for c in packed) < sum(c.tokens < 100 for c in plain) / 10
+    oracle = Oracle(text)
+    data = oracle.data
+    for start, end, level in oracle.headings:
+        holding = [c for c in packed if c.start_offset <= start and end <= c.end_offset + 1]
+        heading = data[start:end].decode().strip()
+        assert holding, heading
+        if level <= 3:  # a section's heading is never in an overlap: in one chunk only
+            assert len(holding) == 1, heading
+            assert sum(heading in c.text for c in holding) == 1

@@ -68,6 +68,7 @@ DEFAULTS = {
     "embeddings.api_key_env": None,
     "embeddings.max_tokens": 0,
     "chat.window": "multi",
+    "markdown.min_section_tokens": 0,
     "search.fusion": "convex",
     "search.vector_weight": 0.5,
     "search.rrf_k": 60,
