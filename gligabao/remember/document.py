@@ -46,7 +46,7 @@ from gligabao.llm import (
 from gligabao.llm.split import combine
 from gligabao.read.sources import Source
 from gligabao.remember import diff
-from gligabao.remember.cut import cut_source, said_when
+from gligabao.remember.cut import chunk_lines, cut_source, said_when
 from gligabao.remember.resolve import (
     Extraction,
     Resolver,
@@ -543,7 +543,7 @@ class _Run:
                 for piece in missing[start : start + OFFLINE_CHUNKS_PER_TRANSACTION]:
                     pause("offline-chunk", piece, document["id"])
                     chunk = piece.chunk
-                    lines = self._lines().span(chunk.start_offset, chunk.end_offset)
+                    lines = chunk_lines(chunk, self._lines())
                     if piece.index in self.reused:
                         versions.copy_chunk(
                             self.conn,

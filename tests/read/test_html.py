@@ -13,6 +13,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from gligabao.chunk import ChunkSettings
+from gligabao.read.documents import Lines
 from gligabao.read.formats import kind_of, read_documents, read_file
 from gligabao.remember.cut import cut_document
 
@@ -82,7 +83,10 @@ def test_a_real_page_is_cut_in_markdown_mode_by_its_sections() -> None:
     sections = {chunk.section for chunk in result.chunks}
     assert "What Is Ownership? > The Stack and the Heap" in sections
     assert "What Is Ownership? > Ownership Rules" in sections
-    assert where == [[] for _ in result.chunks]  # a page has no pages to cite
+    # No pages: each chunk cites the lines of the file its words stand on, in order.
+    assert all(found and all(isinstance(loc, Lines) for loc in found) for found in where)
+    firsts = [found[0].first for found in where]
+    assert firsts == sorted(firsts)
 
 
 PAGE = """<!DOCTYPE html>
