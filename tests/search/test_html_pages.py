@@ -1,0 +1,98 @@
+"""A web page remembered and searched is cited by the lines of its HTML file: a real
+Sphinx page (Python's IDLE page, tests/read/fixtures) on both stores, through gb remember,
+gb search (its --json and its snippets), gb facts and gb why, with the test LLM server."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+from tests.read.test_html import SPHINX_PAGE, first_word
+from tests.support.helpers import gb, rows
+
+PAGE = "idle-help.html"
+QUERIES = (
+    "IDLE shell restart",
+    "completions box",
+    "code context",
+    "startup failure socket",
+    "Debugger stack viewer",
+)
+# `gb search`'s head of a hit: its number, then path:LINE-LINE.
+_HEAD = re.compile(r"^\d+\. (\S+):(\d+)-(\d+)")
+
+
+def _remembered(gb_cli) -> list[str]:
+    shutil.copy(SPHINX_PAGE, PAGE)
+    gb(gb_cli, "remember", PAGE, "--quiet")
+    return Path(PAGE).read_text(encoding="utf-8").split("\n")
+
+
+def _json_lines(gb_cli, *args: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in gb(gb_cli, *args).stdout.splitlines()]
+
+
+def test_a_sphinx_page_is_searched_and_cited_by_the_lines_of_its_file(
+    gb_cli, backend, online
+) -> None:
+    file_lines = _remembered(gb_cli)
+    seen = 0
+    for query in QUERIES:
+        hits = _json_lines(gb_cli, "search", query, "--json", "-k", "10")
+        assert hits, query
+        for hit in hits:
+            seen += 1
+            first, last = hit["line_start"], hit["line_end"]
+            assert first_word(hit["text"]) in file_lines[first - 1], (query, hit["text"][:60])
+            assert hit["locations"] == {"lines": [first, last]}
+            assert "¶" not in hit["text"] and "Permalink" not in hit["text"]
+            assert "¶" not in (hit["section"] or "")
+    assert seen > 20
+    # Nothing of the permalinks reached what is stored, keyword-indexed and embedded.
+    stored = rows("SELECT text, section, context FROM gb_artifacts")
+    assert stored
+    for row in stored:
+        for value in row.values():
+            assert "¶" not in (value or "") and "Permalink to this" not in (value or "")
+    assert not _json_lines(gb_cli, "search", "Permalink", "--method", "bm25", "--json")
+
+
+def test_a_snippet_of_a_page_shows_the_file_line_of_its_first_words(gb_cli, online) -> None:
+    file_lines = _remembered(gb_cli)
+    for query in QUERIES:
+        out = gb(gb_cli, "search", query, "-k", "5").stdout.splitlines()
+        heads = [(n, _HEAD.match(line)) for n, line in enumerate(out) if _HEAD.match(line)]
+        assert heads, out
+        for n, head in heads:
+            assert head is not None and head.group(1).endswith(PAGE)
+            snippet = out[n + 1].strip()
+            assert first_word(snippet) in file_lines[int(head.group(2)) - 1], (query, snippet)
+            assert "¶" not in out[n]
+
+
+def test_the_evidence_of_a_fact_from_a_page_is_the_line_of_its_quote(
+    gb_cli, backend, online
+) -> None:
+    file_lines = _remembered(gb_cli)
+    facts = _json_lines(gb_cli, "facts", "--json", "--all", "-k", "200")
+    assert len(facts) > 10
+    for fact in facts:
+        for evidence in fact["evidence"]:
+            if not evidence["quote"]:
+                continue
+            line = file_lines[evidence["line_start"] - 1]
+            assert first_word(evidence["quote"]) in line, (evidence["quote"][:60], line)
+            assert evidence["locations"]["lines"] == [
+                evidence["line_start"],
+                evidence["line_end"],
+            ]
+    why = json.loads(gb(gb_cli, "why", str(facts[0]["id"]), "--json").stdout)
+    text = json.dumps(why)
+    assert "line_map" not in text
+    shown = gb(gb_cli, "why", str(facts[0]["id"])).stdout
+    place = re.search(re.escape(PAGE) + r":(\d+)", shown)
+    assert place is not None, shown
+    assert int(place.group(1)) == facts[0]["evidence"][0]["line_start"]
