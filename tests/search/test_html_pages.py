@@ -51,6 +51,11 @@ def test_a_sphinx_page_is_searched_and_cited_by_the_lines_of_its_file(
             assert "¶" not in hit["text"] and "Permalink" not in hit["text"]
             assert "¶" not in (hit["section"] or "")
     assert seen > 20
+    # gb show of a chunk says the same lines.
+    hit = hits[0]
+    shown = json.loads(gb(gb_cli, "show", str(hit["artifact_id"]), "--json").stdout)
+    assert (shown["line_start"], shown["line_end"]) == (hit["line_start"], hit["line_end"])
+    assert shown["locations"] == {"lines": [hit["line_start"], hit["line_end"]]}
     # Nothing of the permalinks reached what is stored, keyword-indexed and embedded.
     stored = rows("SELECT text, section, context FROM gb_artifacts")
     assert stored
