@@ -767,13 +767,17 @@ class _Run:
 
     def _store_parent(self, result, pending) -> dict[str, Any]:
         options = self.options
+        where = self.source.locations()
+        if where and result.chunks:
+            # A chunked page's chunks keep the file's lines of their text: not the document.
+            where.pop("line_map", None)
         doc_id = artifacts.insert_document(
             self.conn,
             dataset_id=self.dataset.id,
             text=self.source.text,
             kind=options.kind,
             session_id=options.session or self.source.session,
-            locations=self.source.locations(),
+            locations=where,
             valid_at=self.valid_at,
             reference_time=self.reference,
             source=self.stored_source,

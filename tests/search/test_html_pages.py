@@ -101,3 +101,34 @@ def test_the_evidence_of_a_fact_from_a_page_is_the_line_of_its_quote(
     place = re.search(re.escape(PAGE) + r":(\d+)", shown)
     assert place is not None, shown
     assert int(place.group(1)) == facts[0]["evidence"][0]["line_start"]
+
+
+SMALL_PAGE = """<html><head><title>Team</title></head><body>
+<nav>Home</nav>
+<main>
+<h1>Team<a class="headerlink" href="#team" title="Permalink to this heading">¶</a></h1>
+
+
+<p>Who works where.
+Alice Moreau works at Acme Corp.</p>
+
+<p>Bruno Tanaka leads Acme Corp.</p>
+</main></body></html>
+"""
+
+
+def test_a_page_too_short_to_chunk_is_cited_by_its_file_lines_too(gb_cli, backend, online) -> None:
+    Path("team.html").write_text(SMALL_PAGE, encoding="utf-8")
+    gb(gb_cli, "remember", "team.html", "--quiet")
+    [hit] = _json_lines(gb_cli, "search", "Bruno Tanaka", "--json", "-k", "1")
+    assert hit["kind"] == "document" and "¶" not in hit["text"]
+    assert (hit["line_start"], hit["line_end"]) == (4, 10)
+    where = {
+        evidence["quote"]: (evidence["line_start"], evidence["line_end"])
+        for fact in _json_lines(gb_cli, "facts", "--json", "--all")
+        for evidence in fact["evidence"]
+    }
+    assert where == {
+        "Alice Moreau works at Acme Corp.": (8, 8),
+        "Bruno Tanaka leads Acme Corp.": (10, 10),
+    }
