@@ -4,12 +4,12 @@ each line of it mapped to the lines of the file it came from.
 Scripts, styles, forms and navigation chrome (``nav``, ``header``, ``footer``,
 ``aside``, ARIA navigation and banners, sidebars, breadcrumbs, prev/next links) are
 dropped, and so are the marks of a documentation generator that are not content:
-Sphinx's and MkDocs' ``¶`` permalinks, rustdoc's ``§`` anchors, buttons ("Copy"), and
-"Edit on GitHub", "View page source" or "Show Source" links. The main content is
-``<main>`` (or ``role="main"``, ``<article>``, else the body). markdownify writes
-headings as ``#``, code as fenced blocks, tables as pipe tables and images as
-``![alt](src)``, which markdown mode then cuts by section with its image and table
-rules. It was chosen by measurement on the Rust documentation (bench/formats_bench.py):
+Sphinx's and MkDocs' ``¶`` permalinks, rustdoc's ``§`` anchors and "Source" links,
+buttons ("Copy"), and "Edit on GitHub", "View page source" or "Show Source" links.
+The main content is ``<main>`` (or ``role="main"``, ``<article>``, else the body).
+markdownify writes headings as ``#``, code as fenced blocks, tables as pipe tables and
+images as ``![alt](src)``, which markdown mode then cuts by section with its image and
+table rules. It was chosen by measurement on the Rust documentation (bench/formats_bench.py):
 all of the main text kept and fenced code, where html2text indents code and trafilatura
 drops a third of a rustdoc page. The page's ``<title>`` is the document's name.
 
@@ -56,13 +56,13 @@ _CHROME_ROLES = ("navigation", "banner", "contentinfo", "search", "complementary
 _CHROME_CLASSES = frozenset(
     {
         "headerlink",
-        "anchor",
-        "doc-anchor",
         "sphinxsidebar",
         "related",
         "breadcrumbs",
         "breadcrumb",
         "wy-breadcrumbs",
+        "rustdoc-breadcrumbs",
+        "hideme",
         "wy-breadcrumbs-aside",
         "rst-footer-buttons",
         "prev-next-area",
@@ -80,12 +80,11 @@ _PERMALINK_TEXTS = frozenset({"¶", "§", "#", "🔗", "⚓"})
 _PERMALINK_TITLE = re.compile(r"^\s*perma(?:nent\s+)?link\b", re.I)
 # Links that act on the page, not content: "Edit on GitHub", "View page source", …
 _ACTION_LINK = re.compile(
-    r"^\s*(?:edit\s+(?:on\s+\w+|this\s+page)|(?:(?:view|show)\s+(?:page\s+)?)?source"
-    r"|suggest\s+(?:an?\s+)?(?:edit|change)|copy(?:\s+to\s+clipboard)?|report\s+an?\s+issue)"
-    r"\s*$",
+    r"^\s*(?:edit\s+(?:on\s+\w+|this\s+page)|(?:view|show)\s+(?:page\s+)?source"
+    r"|suggest\s+(?:an?\s+)?(?:edit|change)|copy\s+to\s+clipboard)\s*$",
     re.I,
 )
-# What a "Navigation" block of a Sphinx theme is titled (its heading goes with it).
+# How a theme titles a block of links that is no content: the block goes, heading and all.
 _NAVIGATION_TITLES = frozenset({"navigation", "this page", "table of contents", "quick search"})
 _BLANK_LINES = re.compile(r"\n[ \t]*(?:\n[ \t]*)+")
 # Words as matched between the file and the markdown: letters and digits, as markdownify
@@ -105,7 +104,7 @@ def read_html(name: str, data: bytes) -> FormattedDocument:
     soup = bs4.BeautifulSoup(data, "html.parser")
     lines = _text_lines(bs4, soup, data)
     title = " ".join(soup.title.get_text().split()) if soup.title else ""
-    main = _main_content(bs4, soup)
+    main = _main_content(soup)
     text = _markdown(markdownify, main)
     if not text:
         raise InputError(name, "is an HTML page with no text in its main content")
@@ -128,7 +127,7 @@ def _libraries(name: str):
     return bs4, markdownify
 
 
-def _main_content(bs4, soup):
+def _main_content(soup):
     for tag in soup(_CHROME):
         tag.decompose()
     for tag in soup.find_all(attrs={"role": _CHROME_ROLES}):
@@ -159,6 +158,8 @@ def _is_chrome(tag) -> bool:
         text = tag.get_text().strip()
         if text in _PERMALINK_TEXTS or _PERMALINK_TITLE.match(tag.get("title") or ""):
             return True
+        if text == "Source" and "src" in (tag.get("class") or ()):
+            return True  # rustdoc's link to an item's source, beside its heading
         return bool(_ACTION_LINK.match(text))
     if tag.name == "div":
         # A theme's "Navigation" block: a heading that says so over links, no paragraph.

@@ -254,13 +254,18 @@ def test_generator_chrome_of_mkdocs_read_the_docs_and_rustdoc_is_left_out() -> N
 <h2 id="run">Running <a class="anchor" href="#run">&sect;</a></h2>
 <div class="highlight"><pre><code>tool --run</code></pre><button class="copybtn">Copy</button></div>
 <p>Then run it.</p>
+<h3 id="m">Method <a class="src" href="../src/lib.rs.html#10">Source</a></h3>
+<p>See the <a href="lib.rs.html">source</a> and <a href="trait.Copy.html">Copy</a>.</p>
+<div><h3>Navigation</h3><ul><li><a href="b.html">Next topic</a></li></ul></div>
 <div class="rst-footer-buttons"><a href="a.html">Previous</a><a href="c.html">Next</a></div>
 </article></div>
 <div class="sphinxsidebar"><h3>Navigation</h3><ul><li>Other page</li></ul></div>
 </body></html>"""
     [doc] = read_documents("guide.html", html)
     assert doc.text == (
-        "# Guide\n\nInstall the tool first.\n\n## Running\n\n```\ntool --run\n```\n\nThen run it."
+        "# Guide\n\nInstall the tool first.\n\n## Running\n\n```\ntool --run\n```\n\n"
+        "Then run it.\n\n### Method\n\n"
+        "See the [source](lib.rs.html) and [Copy](trait.Copy.html)."
     )
     # Each line with words cites its own line of the file.
     lines = html.decode().split("\n")
