@@ -504,7 +504,7 @@ class _Run:
             document,
             self.reused[piece.index],
             chunk,
-            self._lines().span(chunk.start_offset, chunk.end_offset),
+            chunk_lines(chunk, self._lines()),
         )
         self.step("reuse", f"artifact {chunk_id}, as stored before{_of(piece, n)}")
 

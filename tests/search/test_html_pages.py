@@ -132,3 +132,26 @@ def test_a_page_too_short_to_chunk_is_cited_by_its_file_lines_too(gb_cli, backen
         "Alice Moreau works at Acme Corp.": (8, 8),
         "Bruno Tanaka leads Acme Corp.": (10, 10),
     }
+
+
+def test_a_changed_page_is_cited_by_the_lines_of_its_new_version(gb_cli, online) -> None:
+    file_lines = _remembered(gb_cli)
+    [before] = _json_lines(gb_cli, "search", "Shell menu", "--json", "-k", "1")
+    # Five lines more above the content: the same chunks (taken over, not extracted
+    # again), five lines further down.
+    html = Path(PAGE).read_text(encoding="utf-8").replace("<head>", "<head>\n\n\n\n\n", 1)
+    Path(PAGE).write_text(html, encoding="utf-8")
+    gb(gb_cli, "remember", PAGE, "--quiet")
+    [after] = _json_lines(gb_cli, "search", "Shell menu", "--json", "-k", "1")
+    assert after["text"] == before["text"] and after["artifact_id"] != before["artifact_id"]
+    assert after["line_start"] == before["line_start"] + 5
+    assert after["locations"] == {"lines": [after["line_start"], after["line_end"]]}
+    new_lines = html.split("\n")
+    assert new_lines[after["line_start"] - 1] == file_lines[before["line_start"] - 1]
+    # The facts taken over with the chunks are cited in the new version, by its lines.
+    facts = _json_lines(gb_cli, "facts", "--json", "-k", "200")
+    assert len(facts) > 10
+    for fact in facts:
+        for evidence in fact["evidence"]:
+            line = new_lines[evidence["line_start"] - 1]
+            assert first_word(evidence["quote"]) in line, (evidence["quote"][:60], line)
