@@ -155,3 +155,24 @@ def test_a_changed_page_is_cited_by_the_lines_of_its_new_version(gb_cli, online)
         for evidence in fact["evidence"]:
             line = new_lines[evidence["line_start"] - 1]
             assert first_word(evidence["quote"]) in line, (evidence["quote"][:60], line)
+
+
+def test_an_answer_cites_a_page_by_the_file_lines_of_each_quote(gb_cli, online) -> None:
+    file_lines = _remembered(gb_cli)
+
+    def quote_every_source(question: str, sources: dict[int, tuple[str, str]]) -> dict[str, Any]:
+        # Each source quoted by its last line with words: a quote deep in a chunk.
+        citations = [
+            {"source": n, "quote": [line for line in text.split("\n") if line.strip()][-1]}
+            for n, (_, text) in sources.items()
+        ]
+        return {"answer": "The shell restarts. [1]", "citations": citations}
+
+    online.answer_with = quote_every_source
+    shown = json.loads(gb(gb_cli, "ask", "How does the IDLE shell restart?", "--json").stdout)
+    chunks = [c for c in shown["citations"] if c["kind"] == "chunk"]
+    assert len(chunks) >= 3
+    for citation in chunks:
+        line = file_lines[citation["line_start"] - 1]
+        assert first_word(citation["quote"]) in line, (citation["quote"][:60], line)
+        assert citation["locations"]["lines"] == [citation["line_start"], citation["line_end"]]
