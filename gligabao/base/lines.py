@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import bisect
 import re
+from collections.abc import Sequence
 
-__all__ = ["LineIndex", "line_range", "lines_between", "newline_offsets"]
+__all__ = ["LineIndex", "line_range", "lines_between", "mapped_lines", "newline_offsets"]
 
 
 def line_range(data: bytes, start: int, end: int) -> tuple[int, int]:
@@ -38,3 +39,19 @@ class LineIndex:
     def span(self, start: int, end: int) -> tuple[int, int]:
         """line_range of the UTF-8 bytes [start, end) of the text."""
         return lines_between(self._newlines, start, end)
+
+
+def mapped_lines(
+    line_map: Sequence[Sequence[int]] | None, start: int, end: int
+) -> tuple[int, int] | None:
+    """The lines of the file that the bytes [start, end) of a document's text stand for,
+    by a ``line_map`` stored in an artifact's locations (``[start, end, first, last]``
+    spans: a web page's markdown, whose lines are not the file's); None without one."""
+    found = [
+        (first, last)
+        for s, e, first, last in line_map or ()
+        if s < max(end, start + 1) and e > start
+    ]
+    if not found:
+        return None
+    return found[0][0], max(last for _, last in found)

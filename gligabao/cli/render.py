@@ -15,12 +15,14 @@ from rich.table import Table
 from rich.text import Text
 
 from gligabao.base.jsonl import json_line, json_record, visible  # noqa: F401 (render's own too)
+from gligabao.base.lines import mapped_lines
 from gligabao.base.words import counted, plural
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.config import Price
 from gligabao.read.documents import cite_described
 
 if TYPE_CHECKING:
+    from gligabao.base.snippet import Snippet
     from gligabao.remember.result import Remembered
     from gligabao.search.evaluate import EvalResult
     from gligabao.search.hybrid import Hit
@@ -122,7 +124,11 @@ def first_words(text: str, limit: int = 60) -> str:
 
 
 def where(locations: Mapping[str, Any] | None) -> str:
-    """A chunk's stored locations, short: ``p.12-13``, ``msgs 14-19``; "" for none."""
+    """A chunk's stored locations, short: ``p.12-13``, ``lines 40-52``, ``msgs 14-19``;
+    "" for none."""
+    lines = (locations or {}).get("lines")
+    if lines:  # a web page's, of its file
+        return f"lines {lines[0]}-{lines[1]}"
     return cite_described("", locations or {}).strip()
 
 
@@ -855,9 +861,11 @@ def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
         if not full:
             cut = snippet(hit.text, query, hit.line_start)
             shown = [("", cut.text)]
-            if hit.line_start is not None:
+            if hit.line_map:  # a web page: the lines of its file the snippet's words are on
+                lines = _snippet_lines(hit, cut)
+            elif hit.line_start is not None:
                 lines = (cut.line_start, cut.line_end)
-        if hit.locations:  # a PDF's pages, a chat's messages: not lines of a file
+        if hit.locations and "lines" not in hit.locations:  # a PDF's pages, a chat's messages
             where = cite_described(where, hit.locations)
         elif lines[0] is not None:
             where += f":{lines[0]}-{lines[1]}"
@@ -878,6 +886,17 @@ def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
                 text.highlight_regex(pattern, style="bold yellow")
             stdout.print(_indent(text, 3))
         stdout.print()
+
+
+def _snippet_lines(hit: Hit, cut: Snippet) -> tuple[int | None, int | None]:
+    """The lines of a web page's file that a snippet of its hit stands for, through the
+    hit's line map: its markdown's lines are not the file's."""
+    rows = hit.text.split("\n")
+    first = cut.line_start - (hit.line_start if hit.line_start is not None else 1)
+    count = cut.line_end - cut.line_start + 1
+    start = (hit.start_offset or 0) + sum(len(row.encode("utf-8")) + 1 for row in rows[:first])
+    end = start + len("\n".join(rows[first : first + count]).encode("utf-8"))
+    return mapped_lines(hit.line_map, start, end) or (hit.line_start, hit.line_end)
 
 
 def _percent(value: float | None) -> str:

@@ -20,13 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from gligabao.base.lines import lines_between, newline_offsets
+from gligabao.base.lines import lines_between, mapped_lines, newline_offsets
 from gligabao.errors import GbError
 from gligabao.read.documents import cite_described
 from gligabao.search.hybrid import Vector, VectorSide, fuse
 from gligabao.store import Connection, vectors
 from gligabao.store import facts as store_facts
-from gligabao.store.artifacts import locations_of
+from gligabao.store.artifacts import locations_of, stored_locations
 from gligabao.store.datasets import Dataset
 from gligabao.store.graph import normalize_name
 from gligabao.store.terms import words_of
@@ -85,7 +85,8 @@ class Evidence:
     line_end: int
     quote: str | None
     exact: bool
-    # The chunk's pages (a PDF) or messages (a chat export), as `gb_artifacts.locations`.
+    # The chunk's pages (a PDF) or messages (a chat export), as `gb_artifacts.locations`;
+    # for a web page the quote's lines of its file.
     locations: dict[str, Any] | None = None
 
     @property
@@ -289,7 +290,13 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
         located = link["quote_start"] is not None
         start = link["quote_start"] if located else link["chunk_start"]
         end = link["quote_end"] if located else link["chunk_end"]
-        first, last = lines_between(newlines[link["document_id"]], start, end)
+        where = stored_locations(link)
+        # A web page's quote is cited by the lines of its file, through the chunk's map.
+        mapped = mapped_lines(where.get("line_map"), start, end) or where.get("lines")
+        first, last = mapped or lines_between(newlines[link["document_id"]], start, end)
+        shown = locations_of(link)
+        if mapped:
+            shown["lines"] = [first, last]
         by_edge.setdefault(link["edge_id"], []).append(
             Evidence(
                 document_id=link["document_id"],
@@ -301,7 +308,7 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
                 line_end=last,
                 quote=link["quote"],
                 exact=bool(link["exact"]) and located,
-                locations=locations_of(link) or None,
+                locations=shown or None,
             )
         )
     return [

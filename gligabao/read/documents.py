@@ -3,7 +3,8 @@
 A reader turns one file into one or more `FormattedDocument`s: the **indexed text**
 (what is cut, embedded and keyword-indexed: words only, no markup of the format) and
 a **location map**, `Span`s of UTF-8 byte offsets of that text, each pointing home:
-a PDF page, or a chat message with its role, time and ids. A chunk's locations are
+a PDF page, a chat message with its role, time and ids, or the lines of the file a
+line of a web page's markdown came from. A chunk's locations are
 those its byte span overlaps (`locations`), so offsets carried through chunking cite
 the source, never a search for the chunk's text afterwards.
 
@@ -25,6 +26,7 @@ from gligabao.read.files import MAX_BYTES
 __all__ = [
     "Fork",
     "FormattedDocument",
+    "Lines",
     "Location",
     "Message",
     "Page",
@@ -34,6 +36,7 @@ __all__ = [
     "cite_described",
     "clean_text",
     "describe",
+    "line_map",
     "locations",
 ]
 
@@ -60,7 +63,16 @@ class Message:
     timestamp: str | None
 
 
-Location = Page | Message
+@dataclass(frozen=True, slots=True)
+class Lines:
+    """Lines ``first`` to ``last`` (from 1) of the file a document was read from, where
+    its text is not the file's (a web page's markdown)."""
+
+    first: int
+    last: int
+
+
+Location = Page | Message | Lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +100,8 @@ class FormattedDocument:
     """One document read from a file: its name, kind, indexed text and location map.
 
     ``mode`` is how the text is cut: ``chat`` (windows of messages), ``markdown``
-    (HTML converted) or ``text`` (PDF pages). ``spans`` are in order, not overlapping.
+    (HTML converted: its spans are `Lines` of the file) or ``text`` (PDF pages).
+    ``spans`` are in order, not overlapping.
     For chat, ``conversation_id`` and ``path_id`` name the conversation and the path
     this document holds, and ``fork`` where a branch leaves the path it shares with.
     """
@@ -127,12 +140,16 @@ def locations(
 
 
 def describe(found: Sequence[Location]) -> dict[str, object]:
-    """A chunk's locations as `--json` shows them: ``{"pages": [first, last]}`` or
+    """A chunk's locations as `--json` shows them: ``{"pages": [first, last]}``,
+    ``{"lines": [first, last]}`` (of the file: its first words' line, its last) or
     ``{"messages": {conversation_id, path_id, first, last, roles, message_ids,
     timestamps}}`` (``first``/``last`` are turns); ``{}`` for none."""
     pages = [loc.number for loc in found if isinstance(loc, Page)]
     if pages:
         return {"pages": [min(pages), max(pages)]}
+    lines = [loc for loc in found if isinstance(loc, Lines)]
+    if lines:
+        return {"lines": [lines[0].first, max(loc.last for loc in lines)]}
     messages = [loc for loc in found if isinstance(loc, Message)]
     if not messages:
         return {}
@@ -150,9 +167,21 @@ def describe(found: Sequence[Location]) -> dict[str, object]:
     }
 
 
+def line_map(spans: Sequence[Span], start: int, end: int) -> list[list[int]]:
+    """The `Lines` spans of ``spans`` that ``[start, end)`` overlaps, as stored with a
+    chunk (``locations["line_map"]``): ``[start, end, first, last]`` each, so that a
+    quote within it is cited by the lines of the file (`gligabao.base.lines.mapped_lines`)."""
+    ends = [span.end for span in spans]
+    return [
+        [span.start, span.end, span.location.first, span.location.last]
+        for span in spans[bisect_right(ends, start) :]
+        if span.start < end and isinstance(span.location, Lines)
+    ]
+
+
 def cite(source: str, found: Sequence[Location], title: str | None = None) -> str:
-    """Where a chunk is, for people: ``report.pdf p.12-13``, ``chat.json #Trip msgs
-    14-19`` (``title``: the conversation's, its document's name)."""
+    """Where a chunk is, for people: ``report.pdf p.12-13``, ``page.html:40-52``,
+    ``chat.json #Trip msgs 14-19`` (``title``: the conversation's, its document's name)."""
     return cite_described(source, describe(found), title)
 
 
@@ -161,6 +190,9 @@ def cite_described(source: str, where: Mapping[str, Any], title: str | None = No
     if "pages" in where:
         first, last = where["pages"]  # type: ignore[misc]
         return f"{source} p.{first}" if first == last else f"{source} p.{first}-{last}"
+    if "lines" in where:
+        first, last = where["lines"]  # type: ignore[misc]
+        return f"{source}:{first}" if first == last else f"{source}:{first}-{last}"
     name = f"{source} #{title}" if title else source
     if "messages" in where:
         turns = where["messages"]

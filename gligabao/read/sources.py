@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from gligabao.errors import InputError
-from gligabao.read.documents import FormattedDocument, describe
+from gligabao.read.documents import FormattedDocument, describe, line_map
 from gligabao.read.files import (
     FOLDER,
     MAX_BYTES,
@@ -79,7 +79,7 @@ class Source:
 
     def locations(self) -> dict[str, Any] | None:
         """What the document row keeps of its format: kind, name, and where its whole
-        text is (pages, messages); None for plain text."""
+        text is (pages, messages, lines of the file); None for plain text."""
         if self.document is None:
             return None
         doc = self.document
@@ -87,6 +87,8 @@ class Source:
         where: dict[str, Any] = {"kind": doc.kind, "name": doc.name, **describe(found)}
         if doc.kind == "pdf" and found:
             where["page_count"] = len(found)
+        if "lines" in where:  # a web page: the file's lines of each line of its text
+            where["line_map"] = line_map(doc.spans, 0, len(doc.text.encode("utf-8")))
         if doc.fork is not None:
             where["fork"] = {
                 "path_id": doc.fork.path_id,

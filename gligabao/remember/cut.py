@@ -5,13 +5,15 @@ its bytes overlap. Here reading meets the chunker, which never import each other
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
+from gligabao.base.lines import LineIndex
 from gligabao.chunk import Chunk, ChunkSettings, Cut, cut
 from gligabao.chunk.conversation import ChatWindows, chat_chunks
-from gligabao.read.documents import FormattedDocument, Location, describe
+from gligabao.read.documents import FormattedDocument, Location, describe, line_map
 from gligabao.read.sources import Source
 
-__all__ = ["chunk_locations", "cut_document", "cut_source", "said_when"]
+__all__ = ["chunk_lines", "chunk_locations", "cut_document", "cut_source", "said_when"]
 
 
 def cut_document(
@@ -46,10 +48,27 @@ def cut_source(source: Source, settings: ChunkSettings, windows: ChatWindows | N
     if not result.chunks:  # not chunked: the document row keeps its locations
         return result
     chunks = [
-        replace(chunk, locations=describe(where))
+        replace(chunk, locations=_described(source.document, chunk, where))
         for chunk, where in zip(result.chunks, found, strict=True)
     ]
     return replace(result, chunks=chunks)
+
+
+def _described(doc: FormattedDocument, chunk: Chunk, where: list[Location]) -> dict[str, Any]:
+    described = describe(where)
+    if "lines" in described:
+        # The lines of the file each line of the chunk stands for: a quote is cited by its own.
+        described["line_map"] = line_map(doc.spans, chunk.start_offset, chunk.end_offset)
+    return described
+
+
+def chunk_lines(chunk: Chunk, lines: LineIndex) -> tuple[int, int]:
+    """The first and last line a chunk is cited by: those of the file it was read from
+    where its text is not the file's (a web page's markdown), else its text's own."""
+    found = (chunk.locations or {}).get("lines")
+    if found:
+        return found[0], found[1]
+    return lines.span(chunk.start_offset, chunk.end_offset)
 
 
 def said_when(chunk: Chunk | None) -> str | None:

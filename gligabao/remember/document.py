@@ -46,7 +46,7 @@ from gligabao.llm import (
 from gligabao.llm.split import combine
 from gligabao.read.sources import Source
 from gligabao.remember import diff
-from gligabao.remember.cut import cut_source, said_when
+from gligabao.remember.cut import chunk_lines, cut_source, said_when
 from gligabao.remember.resolve import (
     Extraction,
     Resolver,
@@ -504,7 +504,7 @@ class _Run:
             document,
             self.reused[piece.index],
             chunk,
-            self._lines().span(chunk.start_offset, chunk.end_offset),
+            chunk_lines(chunk, self._lines()),
         )
         self.step("reuse", f"artifact {chunk_id}, as stored before{_of(piece, n)}")
 
@@ -543,7 +543,7 @@ class _Run:
                 for piece in missing[start : start + OFFLINE_CHUNKS_PER_TRANSACTION]:
                     pause("offline-chunk", piece, document["id"])
                     chunk = piece.chunk
-                    lines = self._lines().span(chunk.start_offset, chunk.end_offset)
+                    lines = chunk_lines(chunk, self._lines())
                     if piece.index in self.reused:
                         versions.copy_chunk(
                             self.conn,
@@ -767,13 +767,17 @@ class _Run:
 
     def _store_parent(self, result, pending) -> dict[str, Any]:
         options = self.options
+        where = self.source.locations()
+        if where and result.chunks:
+            # A chunked page's chunks keep the file's lines of their text: not the document.
+            where.pop("line_map", None)
         doc_id = artifacts.insert_document(
             self.conn,
             dataset_id=self.dataset.id,
             text=self.source.text,
             kind=options.kind,
             session_id=options.session or self.source.session,
-            locations=self.source.locations(),
+            locations=where,
             valid_at=self.valid_at,
             reference_time=self.reference,
             source=self.stored_source,

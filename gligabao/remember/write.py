@@ -16,6 +16,7 @@ from typing import Any
 from gligabao.base.evidence import locate_quote
 from gligabao.base.lines import LineIndex
 from gligabao.llm.float32 import Float32
+from gligabao.remember.cut import chunk_lines
 from gligabao.remember.resolve import Extraction, Plan, Ref
 from gligabao.store import Connection, artifacts, graph, vectors
 from gligabao.store.db import transaction
@@ -134,7 +135,7 @@ class Writer:
                         doc["id"],
                         piece.chunk,
                         index_text=not piece.situating,
-                        lines=self.lines.span(piece.chunk.start_offset, piece.chunk.end_offset),
+                        lines=chunk_lines(piece.chunk, self.lines),
                     )
                 )
                 if piece.situating:

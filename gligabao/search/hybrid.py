@@ -32,6 +32,7 @@ from gligabao.store.artifacts import (
     locations_of,
     search_artifacts_fts,
     session_documents,
+    stored_locations,
     summary_ids,
 )
 from gligabao.store.datasets import Dataset
@@ -160,8 +161,12 @@ class Hit:
     text: str
     summary: str | None
     kind: str = "chunk"  # chunk | document
-    # Where it comes from in a PDF or a chat (pages, messages: formats.describe), or {}.
+    # Where it comes from in a PDF, a chat or a web page (pages, messages, lines of the
+    # file: formats.describe), or {}.
     locations: dict[str, Any] = field(default_factory=dict)
+    # A web page's: the file's lines of each part of its text, so a snippet of it is
+    # numbered as in the file (`gligabao.base.lines.mapped_lines`); not in --json.
+    line_map: list[list[int]] = field(default_factory=list, repr=False, compare=False)
 
     def as_json(self) -> dict[str, Any]:
         located = {"locations": self.locations} if self.locations else {}
@@ -541,10 +546,12 @@ def hits_of(conn: Connection, chosen: Sequence[tuple[int, float, dict[str, int]]
             continue
         start, end = row["start_offset"], row["end_offset"]
         lines: tuple[int, int] | None = None
+        located = locations_of(row)
         if row["parent_id"] is None:  # an unchunked document: all of it
             data = row["text"].encode("utf-8")
             start, end = 0, len(data)
-            lines = line_range(data, start, end)
+            # A web page's lines are those of its file, not of its markdown.
+            lines = located.get("lines") or line_range(data, start, end)
         elif row["line_start"] is not None:
             lines = row["line_start"], row["line_end"]
         elif start is not None and end is not None:
@@ -564,7 +571,8 @@ def hits_of(conn: Connection, chosen: Sequence[tuple[int, float, dict[str, int]]
                 text=row["text"],
                 summary=summaries.get(row["id"]),
                 kind="document" if row["parent_id"] is None else "chunk",
-                locations=locations_of(row),
+                locations=located,
+                line_map=stored_locations(row).get("line_map") or [],
             )
         )
     return found

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gligabao.base.evidence import locate_quote
+from gligabao.base.lines import mapped_lines
 from gligabao.graph.queries import Evidence, Fact
 from gligabao.read.documents import cite_described
 from gligabao.search.hybrid import Hit
@@ -81,6 +82,8 @@ class Source:
     interval: str | None = None  # a fact's
     start_offset: int | None = None  # a chunk's first byte in its document
     evidence: tuple[Evidence, ...] = ()  # a fact's
+    # A web page's chunk: the file's lines of its text (Hit.line_map), for a quote's lines.
+    line_map: list[list[int]] = field(default_factory=list, repr=False, compare=False)
 
     @property
     def where(self) -> str:
@@ -142,6 +145,7 @@ def chunk_source(n: int, hit: Hit) -> Source:
         line_end=hit.line_end,
         locations=hit.locations or None,
         start_offset=hit.start_offset,
+        line_map=hit.line_map,
     )
 
 
@@ -220,7 +224,15 @@ def _cited(source: Source, quote: str) -> Citation | None:
     first, last = source.line_start, source.line_end
     locations = source.locations
     doc_source, document_id = source.source, source.document_id
-    if source.kind == "chunk" and first is not None:
+    mapped = None
+    if source.kind == "chunk" and source.line_map:
+        # A web page: the quote's lines of its file, not of its markdown.
+        at = source.start_offset or 0
+        mapped = mapped_lines(source.line_map, at + span.start_offset, at + span.end_offset)
+    if mapped is not None:
+        first, last = mapped
+        locations = {**(locations or {}), "lines": [first, last]}
+    elif source.kind == "chunk" and first is not None:
         first = first + data.count(b"\n", 0, span.start_offset)
         last = first + data.count(
             b"\n", span.start_offset, max(span.start_offset, span.end_offset - 1)

@@ -31,7 +31,7 @@ class Preview:
     shown: str
     cut: Cut
     settings: ChunkSettings
-    locations: dict[str, Any] | None  # a PDF's pages, a chat's messages
+    locations: dict[str, Any] | None  # a PDF's pages, a chat's messages, a page's lines
     situating: dict[int, str] = field(default_factory=dict)
     text: str = ""  # the text cut, for `check`
 
@@ -94,7 +94,7 @@ def preview_json(
     situating = situating or {}
     return {
         "source": source,
-        **({"document": dict(document)} if document else {}),
+        **({"document": _shown(document)} if document else {}),
         "tokens": cut.tokens,
         "chunked": cut.chunked,
         "chunk_count": len(cut.chunks),
@@ -108,7 +108,7 @@ def preview_json(
                 "section": c.section,
                 "anchor": c.anchor,
                 "context": c.context,
-                **(c.locations or {}),
+                **_shown(c.locations),
                 "text": c.text,
                 **(
                     {"situating_context": situating[c.index]}
@@ -119,6 +119,11 @@ def preview_json(
             for c in cut.chunks
         ],
     }
+
+
+def _shown(where: Mapping[str, Any] | None) -> dict[str, Any]:
+    # A web page's line map serves citing quotes; its first and last lines say where.
+    return {key: value for key, value in (where or {}).items() if key != "line_map"}
 
 
 def preview_text(config: Config, text: str, name: str | None) -> Preview:

@@ -62,6 +62,7 @@ __all__ = [
     "set_pending",
     "set_removed",
     "set_superseded",
+    "stored_locations",
     "tokens_of",
     "update_status",
 ]
@@ -120,7 +121,15 @@ def _set_locations(conn: Connection, artifact_id: int, locations: Mapping[str, A
 
 
 def locations_of(artifact: Mapping[str, Any]) -> dict[str, Any]:
-    """An artifact row's stored locations (`gligabao.read.documents.describe`), ``{}`` for none."""
+    """An artifact row's stored locations (`gligabao.read.documents.describe`), ``{}`` for
+    none; a web page's ``line_map`` is left to `line_map_of`."""
+    where = stored_locations(artifact)
+    return {key: value for key, value in where.items() if key != "line_map"}
+
+
+def stored_locations(artifact: Mapping[str, Any]) -> dict[str, Any]:
+    """An artifact row's stored locations whole, a web page's ``line_map`` with them (the
+    file's lines of each line of its text: `gligabao.base.lines.mapped_lines`)."""
     stored = artifact.get("locations")
     if isinstance(stored, dict):  # read back already
         return stored
@@ -554,7 +563,9 @@ def get_chunk(conn: Connection, artifact_id: int) -> dict[str, Any]:
         **({"locations": located} if located else {}),  # a PDF's, a chat's: else none
         **document_state(document, _chunks_pending(conn, document["id"])),
     }
-    view["line_start"], view["line_end"] = _line_span(
+    # A web page's chunk: the lines of the file, kept with it; else its text's own.
+    mapped = (locations_of(view) or {}).get("lines")
+    view["line_start"], view["line_end"] = mapped or _line_span(
         document["text"], view["start_offset"], view["end_offset"]
     )
     contexts = _rows(

@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,7 @@ import pytest
 import gligabao
 from gligabao.chunk import ESTIMATOR, ChunkSettings, cut
 from gligabao.errors import ExitCode
+from tests.read.test_html import SPHINX_PAGE, first_word
 
 PREVIEW_KEYS = {"source", "tokens", "chunked", "chunk_count", "chunks"}
 CHUNK_KEYS = {
@@ -81,6 +83,29 @@ def test_table_has_a_row_per_chunk_and_a_footer(gb_cli) -> None:
         assert chunk["text"].split()[0].startswith(row[5].split()[0].rstrip("…"))
     footer = f"{expected['tokens']} tokens in {expected['chunk_count']} chunks"
     assert any(line.startswith(footer) for line in result.stdout.splitlines())
+
+
+def test_a_sphinx_page_shows_clean_sections_and_the_lines_of_its_file(gb_cli) -> None:
+    shutil.copy(SPHINX_PAGE, "idle-help.html")
+    file_lines = Path("idle-help.html").read_text(encoding="utf-8").split("\n")
+    result = gb_cli("chunk-preview", "idle-help.html")
+    assert result.exit_code == 0, result.stderr
+    header, *_ = [line.split("\t") for line in result.stdout.splitlines() if "\t" in line]
+    assert header[5:] == ["where", "section", "begins with"]
+    rows = table_rows(result.stdout)
+    assert len(rows) > 20
+    assert rows[0][5:7] == ["lines 223-238", "IDLE"]
+    assert [row[6] for row in rows if row[5].startswith("lines 406-")] == [
+        "IDLE > Menus > Shell menu (Shell window only)"
+    ]
+    assert "¶" not in result.stdout and "Permalink" not in result.stdout
+    [obj] = preview(gb_cli, "idle-help.html")
+    assert obj["document"]["kind"] == "html" and "line_map" not in obj["document"]
+    for chunk in obj["chunks"]:
+        first, last = chunk["lines"]
+        assert first <= last and "line_map" not in chunk
+        assert first_word(chunk["text"]) in file_lines[first - 1]
+        assert "¶" not in chunk["text"] and "¶" not in chunk["section"]
 
 
 @pytest.mark.parametrize("name", ["[red]notes.txt", "[b]odd[.txt"])

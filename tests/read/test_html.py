@@ -13,6 +13,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from gligabao.chunk import ChunkSettings
+from gligabao.read.documents import Lines
 from gligabao.read.formats import kind_of, read_documents, read_file
 from gligabao.remember.cut import cut_document
 
@@ -82,7 +83,10 @@ def test_a_real_page_is_cut_in_markdown_mode_by_its_sections() -> None:
     sections = {chunk.section for chunk in result.chunks}
     assert "What Is Ownership? > The Stack and the Heap" in sections
     assert "What Is Ownership? > Ownership Rules" in sections
-    assert where == [[] for _ in result.chunks]  # a page has no pages to cite
+    # No pages: each chunk cites the lines of the file its words stand on, in order.
+    assert all(found and all(isinstance(loc, Lines) for loc in found) for found in where)
+    firsts = [found[0].first for found in where]
+    assert firsts == sorted(firsts)
 
 
 PAGE = """<!DOCTYPE html>
@@ -190,3 +194,81 @@ def test_without_markdownify_a_page_is_refused_with_what_to_install() -> None:
         "gligabao-gb depends on them but one is missing here; "
         "install them with: pip install markdownify beautifulsoup4"
     )
+
+
+# ---- a Sphinx page: the IDLE page of Python's documentation (tests/read/fixtures)
+
+SPHINX_PAGE = Path(__file__).parent / "fixtures" / "idle-help.html"
+_FIRST_WORD = re.compile(r"[^\W_]+")
+# A link's target and title are no words of the page's text.
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+
+
+def first_word(text: str) -> str:
+    """The first word of a piece of the markdown that is text of the page."""
+    return _FIRST_WORD.findall(_LINK_TARGET.sub("]", text))[0]
+
+
+def test_a_sphinx_page_loses_its_permalinks_and_navigation_in_text_and_sections() -> None:
+    [doc] = read_file(str(SPHINX_PAGE))
+    assert doc.name == "IDLE — Python 3.13.0a2 documentation"
+    assert doc.text.startswith("# IDLE\n\n")
+    for noise in ("¶", "Permalink", "Show Source", "Report a Bug", "previous |", "»"):
+        assert noise not in doc.text, noise
+    result, _ = cut_document(doc, ChunkSettings(chunk_size=256, overlap_percent=10))
+    sections = {chunk.section for chunk in result.chunks}
+    assert "IDLE > Menus > File menu (Shell and Editor)" in sections
+    assert "IDLE > Editing and Navigation > Completions" in sections
+    assert not any("¶" in (section or "") for section in sections)
+
+
+def test_each_chunk_and_line_of_a_sphinx_page_cites_the_file_line_of_its_first_words() -> None:
+    [doc] = read_file(str(SPHINX_PAGE))
+    file_lines = SPHINX_PAGE.read_text(encoding="utf-8").split("\n")
+    result, where = cut_document(doc, ChunkSettings(chunk_size=256, overlap_percent=10))
+    assert len(result.chunks) > 30
+    for chunk, found in zip(result.chunks, where, strict=True):
+        first = found[0].first
+        assert first_word(chunk.text) in file_lines[first - 1], (chunk.index, first)
+        assert found[-1].last >= first
+    # Not the markdown's own lines: the page's heading is on line 223 of the file.
+    assert where[0][0].first == 223 and "<h1>IDLE" in file_lines[222]
+    # Every line of the markdown with words, and every part of one, is cited so.
+    data = doc.text.encode("utf-8")
+    for span in doc.spans:
+        words = data[span.start : span.end].decode("utf-8")
+        line = file_lines[span.location.first - 1]
+        assert first_word(words) in line, (words[:60], span.location)
+
+
+def test_generator_chrome_of_mkdocs_read_the_docs_and_rustdoc_is_left_out() -> None:
+    html = b"""<html><body>
+<div role="navigation" aria-label="breadcrumbs navigation"><ul class="wy-breadcrumbs">
+<li>Docs</li><li>Guide</li>
+<li class="wy-breadcrumbs-aside"><a href="_sources/guide.rst.txt">View page source</a></li>
+</ul></div>
+<div class="md-content"><article>
+<a href="https://github.com/acme/docs/edit/main/guide.md" title="Edit this page">Edit on GitHub</a>
+<h1 id="guide">Guide<a class="headerlink" href="#guide" title="Permanent link">&para;</a></h1>
+<p>Install the tool first.</p>
+<h2 id="run">Running <a class="anchor" href="#run">&sect;</a></h2>
+<div class="highlight"><pre><code>tool --run</code></pre><button class="copybtn">Copy</button></div>
+<p>Then run it.</p>
+<h3 id="m">Method <a class="src" href="../src/lib.rs.html#10">Source</a></h3>
+<p>See the <a href="lib.rs.html">source</a> and <a href="trait.Copy.html">Copy</a>.</p>
+<div><h3>Navigation</h3><ul><li><a href="b.html">Next topic</a></li></ul></div>
+<div class="rst-footer-buttons"><a href="a.html">Previous</a><a href="c.html">Next</a></div>
+</article></div>
+<div class="sphinxsidebar"><h3>Navigation</h3><ul><li>Other page</li></ul></div>
+</body></html>"""
+    [doc] = read_documents("guide.html", html)
+    assert doc.text == (
+        "# Guide\n\nInstall the tool first.\n\n## Running\n\n```\ntool --run\n```\n\n"
+        "Then run it.\n\n### Method\n\n"
+        "See the [source](lib.rs.html) and [Copy](trait.Copy.html)."
+    )
+    # Each line with words cites its own line of the file.
+    lines = html.decode().split("\n")
+    for span in doc.spans:
+        words = doc.text.encode()[span.start : span.end].decode()
+        assert first_word(words) in lines[span.location.first - 1]
