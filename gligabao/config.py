@@ -122,6 +122,12 @@ SETTINGS: tuple[Setting, ...] = (
         0,
         1,
     ),
+    Setting(
+        "search.guard",
+        bool,
+        True,
+        "halve a query's vector weight where its vectors do not separate or miss BM25's best",
+    ),
     Setting("search.rrf_k", int, 60, "constant of search.fusion = rrf", 1, 10000),
     Setting("search.depth", int, 50, "candidates each method gives the fusion", 1, 10000),
     Setting(

@@ -65,11 +65,14 @@ FUSIONS = ("convex", "rrf")
 @dataclass(frozen=True)
 class Fusion:
     """How hybrid search fuses its two rankings: `method` convex (the scores, normalised,
-    weighted: `vector_weight` for the vectors) or rrf (the ranks, constant `rrf_k`)."""
+    weighted: `vector_weight` for the vectors) or rrf (the ranks, constant `rrf_k`).
+    With `guard`, a convex fusion halves the vectors' weight for a query whose vectors
+    cannot be trusted (see Candidates.vectors_untrusted)."""
 
     method: str = "convex"
     vector_weight: float = 0.5
     rrf_k: int = 60
+    guard: bool = True
 
     def __post_init__(self) -> None:
         if self.method not in FUSIONS:
@@ -83,6 +86,7 @@ _FUSION_KEYS = {
     "search.fusion": "method",
     "search.vector_weight": "vector_weight",
     "search.rrf_k": "rrf_k",
+    "search.guard": "guard",
 }
 
 
@@ -121,7 +125,12 @@ def fusion_for(config: Config, dataset: Dataset | None = None) -> Fusion:
     for key, name in _FUSION_KEYS.items():
         chosen = config.sources.get(key, "default") != "default"
         values[name] = config[key] if chosen or name not in learnt else learnt[name]
-    return Fusion(values["method"], float(values["vector_weight"]), int(values["rrf_k"]))
+    return Fusion(
+        values["method"],
+        float(values["vector_weight"]),
+        int(values["rrf_k"]),
+        bool(values["guard"]),
+    )
 
 
 def weight_origin(config: Config, dataset: Dataset) -> str:
@@ -438,6 +447,27 @@ def search(
     return hits_of(conn, ranked[:k])
 
 
+# Standard deviations above the mean of a method's candidates: BM25's best this far
+# above the rest is a clear answer (it is where the fusion's normalised scale tops out);
+# vectors whose best stands less far above theirs do not tell the candidates apart.
+_CLEAR_BEST = 3.0
+_FLAT_BEST = 2.5
+# How deep in the vectors' ranking BM25's clear best must be for the two to agree.
+_AGREEING_DEPTH = 20
+# What is left of the vectors' weight for a query whose vectors are not trusted.
+_UNTRUSTED_SHARE = 0.5
+
+
+def _best_stands_out(ranking: Sequence[int], scores: Mapping[int, float]) -> float:
+    """How many standard deviations the best of `ranking` scores above their mean."""
+    values = [scores[key] for key in ranking if key in scores]
+    if len(values) < 3:
+        return 0.0
+    mean = sum(values) / len(values)
+    sd = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return (max(values) - mean) / sd if sd else 0.0
+
+
 @dataclass
 class Candidates:
     """What each method found for a query (entry ids best first) and their own scores
@@ -446,6 +476,20 @@ class Candidates:
     method: str
     rankings: dict[str, list[int]]
     scores: dict[str, dict[int, float]]
+
+    def vectors_untrusted(self) -> bool:
+        """Whether this query's vectors should not move its ranking: their scores do not
+        separate the candidates (the model has no opinion on this query), or BM25 has a
+        clear best that the vectors do not place in their first _AGREEING_DEPTH (a weak
+        model disagreeing with a confident keyword match is the weak model's failure far
+        more often than BM25's). Measured on ../shared/retrieval-dev: docs/search.md."""
+        bm25, vector = self.rankings.get("bm25") or [], self.rankings.get("vector") or []
+        if not bm25 or not vector:
+            return False
+        if _best_stands_out(vector, self.scores["vector"]) < _FLAT_BEST:
+            return True
+        clear = _best_stands_out(bm25, self.scores["bm25"]) > _CLEAR_BEST
+        return clear and bm25[0] not in vector[:_AGREEING_DEPTH]
 
     def ranked(self, fusion: Fusion) -> list[tuple[int, float, dict[str, int]]]:
         """All the candidates, best first: (entry id, score, {method: rank})."""
@@ -457,6 +501,10 @@ class Candidates:
             ]
         if fusion.method == "convex":
             w = fusion.vector_weight
+            if fusion.guard and w < 1.0 and self.vectors_untrusted():
+                # Halved, not zeroed: measured on three sets, dropping the vectors
+                # altogether cost the tests' corpus 3 queries at @1 where halving cost none.
+                w *= _UNTRUSTED_SHARE
             fused = fuse_scores(self.rankings, self.scores, {"vector": w, "bm25": 1.0 - w})
         else:
             fused = fuse(self.rankings, fusion.rrf_k)

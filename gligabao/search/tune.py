@@ -83,6 +83,7 @@ def tune_fusion(
     depth: int = 50,
     ks: Sequence[int] = KS,
     weights: Sequence[float] = WEIGHTS,
+    guard: bool = True,
 ) -> Tuning:
     """Fuse each query's candidates at every weight; `current` is the weight in use."""
     docs = gold_documents(conn, dataset, queries)
@@ -100,7 +101,7 @@ def tune_fusion(
         keys = list(dict.fromkeys([*found.rankings["bm25"], *found.rankings["vector"]]))
         placed = {hit.artifact_id: hit for hit in hits_of(conn, [(k, 0.0, {}) for k in keys])}
         for w in weights:
-            ranked = found.ranked(Fusion("convex", w))[:top]
+            ranked = found.ranked(Fusion("convex", w, guard=guard))[:top]
             hits = [placed[key] for key, _, _ in ranked if key in placed]
             rank = first_covering(hits, docs[gold.source], gold)
             for k in ks:

@@ -110,6 +110,7 @@ def _tuned(
         vectors,
         current=fusion_for(config, dataset).vector_weight,
         depth=int(config["search.depth"]),
+        guard=bool(config["search.guard"]),
     )
     if made is not None:
         tuning = replace(tuning, origin=made.origin, calls=made.calls, model=made.model)

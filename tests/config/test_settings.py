@@ -72,6 +72,7 @@ DEFAULTS = {
     "search.fusion": "convex",
     "search.vector_weight": 0.5,
     "search.rrf_k": 60,
+    "search.guard": True,
     "search.depth": 50,
     "search.query_timeout": 2.0,
     "search.exact": False,
