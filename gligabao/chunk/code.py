@@ -25,12 +25,25 @@ to be split (an oversized function or statement, comment or line), never where
 whole units are packed, so no function is stored twice and each chunk's overlap
 stays within the budget. Between regions there is no overlap.
 
-Text that is not Python (``python=False``), and Python that does not parse, is
-cut as text with line breaks preferred over words: blank-line paragraphs, a
-paragraph larger than a chunk at its lines, with overlap as in text mode.
+The other languages (JavaScript, TypeScript, Go, Rust, Java, C, C++, C#, Ruby, PHP,
+Kotlin, Swift, shell) are read by their tree-sitter grammar into statements shaped
+like Python's (syntax.py) and packed by the same rules: a function, method or
+constructor is a def; a class, struct, impl, trait, interface, enum, module or
+namespace is a class, cut by its members with its header lines (up to the first
+member: ``class A extends B {``) as context; imports, includes and ``use`` lines are
+grouped; ``export``, ``template <...>`` and Rust's ``#[...]`` lines go with their
+declaration as decorators do; the comment lines are those the parser found, so a doc
+comment above a declaration stays with it; an ``#if`` block holding functions is cut
+by what it holds, like ``if TYPE_CHECKING:``.
+
+Text in no language (``language=None``), a language with no grammar, and code that
+does not parse, are cut as text with line breaks preferred over words: blank-line
+paragraphs, a paragraph larger than a chunk at its lines, with overlap as in text
+mode; ``notices`` then says why.
 
 Each chunk's ``section`` is where it starts: ``"Class.method"``, ``"Class"`` or
-``"function"`` (None for module-level code); ``anchor`` is None.
+``"function"`` (None for module-level code; a Go method is ``"Type.method"``);
+``anchor`` is None.
 """
 
 from __future__ import annotations
@@ -60,6 +73,8 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NAMED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 
+# A statement of Python's tree or of another language's (syntax.py, shaped the same).
+Statement = ast.stmt | Stmt
 # Where a chunk sits: its section, and the headers (byte offset, text) around it.
 Scopes = tuple[tuple[int, str], ...]
 
@@ -117,7 +132,14 @@ def code_chunks(
                 tree = syntax.parse(data, starts, language)
         if language is not None and tree is None:
             _notice(notices, f"the {language} code did not parse: cut as text, lines first")
-        return _Cutter(splitter, tree, starts).cut()
+        try:
+            return _Cutter(splitter, tree, starts).cut()
+        except RecursionError:  # blocks in blocks thousands deep (generated code)
+            if tree is None:
+                raise
+            tree = None
+            _notice(notices, f"the {language} code nests too deep: cut as text, lines first")
+            return _Cutter(splitter, None, starts).cut()
     finally:
         tree = None
         if collecting:
@@ -149,7 +171,7 @@ class _Unit:
     ``node_end`` .. ``end`` the deeper-indented comment lines just below.
     """
 
-    nodes: list[ast.stmt]
+    nodes: list[Statement]
     first: int  # first line of the statements (decorators included), 1-based
     last: int  # their last line
     start: int = 0
@@ -276,7 +298,7 @@ class _Cutter:
     def _level(
         self,
         items: list[_Block | _Region],
-        stmts: list[ast.stmt],
+        stmts: list[Statement],
         lo: int,
         hi: int,
         floor: int,
@@ -498,7 +520,7 @@ class _Cutter:
 
     # ------------------------------------------------------------------- units
 
-    def _units(self, stmts: list[ast.stmt], floor: int, ceiling: int) -> list[_Unit]:
+    def _units(self, stmts: list[Statement], floor: int, ceiling: int) -> list[_Unit]:
         """Statements as units: those sharing a line are one; each takes the comment lines
         directly above it (below line ``floor``) and the deeper-indented ones just below
         it (up to line ``ceiling``)."""
@@ -608,7 +630,7 @@ class _Cutter:
         last = bisect_right(self.starts, end - 1)
         return all(j in lines or self.is_blank(j) for j in range(first, last + 1))
 
-    def _header(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    def _header(self, node: Statement) -> str:
         """The ``class``/``def`` line(s) up to the colon, as context: ``"class A(B):\\n"``."""
         start = self.line_start(node.lineno)
         kids = _children(node)
@@ -658,7 +680,7 @@ class _Cutter:
         text = self.line(line)
         return len(text) - len(text.lstrip(_INDENT))
 
-    def col(self, node: ast.stmt) -> int:
+    def col(self, node: Statement) -> int:
         """The node's column in bytes (the parser saw the text without its BOM)."""
         return node.col_offset + (self.bom if node.lineno == 1 else 0)
 
@@ -710,11 +732,11 @@ def _regions(items: list[_Block | _Region]) -> list[_Region]:
     return regions
 
 
-def _children(node: ast.stmt | Stmt) -> list[ast.stmt] | list[Stmt]:
+def _children(node: Statement) -> list[Statement]:
     """The statements directly inside a compound statement, in source order."""
     if isinstance(node, Stmt):
         return node.kids
-    kids: list[ast.stmt] = []
+    kids: list[Statement] = []
     for name in ("body", "handlers", "orelse", "finalbody", "cases"):
         for item in getattr(node, name, None) or ():
             if isinstance(item, ast.stmt):
@@ -725,19 +747,19 @@ def _children(node: ast.stmt | Stmt) -> list[ast.stmt] | list[Stmt]:
     return kids
 
 
-def _holds_defs(node: ast.stmt | Stmt) -> bool:
+def _holds_defs(node: Statement) -> bool:
     return any(_is_named(kid) or _holds_defs(kid) for kid in _children(node))
 
 
-def _is_def(node: ast.stmt | Stmt) -> bool:
+def _is_def(node: Statement) -> bool:
     return node.kind == "def" if isinstance(node, Stmt) else isinstance(node, _DEFS)
 
 
-def _is_class(node: ast.stmt | Stmt) -> bool:
+def _is_class(node: Statement) -> bool:
     return node.kind == "class" if isinstance(node, Stmt) else isinstance(node, ast.ClassDef)
 
 
-def _is_named(node: ast.stmt | Stmt) -> bool:
+def _is_named(node: Statement) -> bool:
     return node.kind in ("def", "class") if isinstance(node, Stmt) else isinstance(node, _NAMED)
 
 

@@ -411,6 +411,14 @@ def test_code_that_does_not_parse_is_cut_as_text_with_a_notice():
         assert chunks == split_code(text, language=None, chunk_size=64)
 
 
+def test_code_nested_thousands_deep_is_cut_as_text_with_a_notice():
+    text = "function f() {\n  let x = 1;\n" * 3000 + "}\n" * 3000
+    notices: list[str] = []
+    chunks = split_code(text, language="javascript", chunk_size=64, notices=notices)
+    assert notices == ["the javascript code nests too deep: cut as text, lines first"]
+    assert chunks == split_code(text, language=None, chunk_size=64)
+
+
 def test_forced_code_mode_on_a_language_without_a_grammar_says_so():
     text = read(str(FIXTURES / "queue.go"))
     result = cut(text, ChunkSettings(chunk_size=64, mode="code"), path="queue.scala")
