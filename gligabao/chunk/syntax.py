@@ -251,7 +251,7 @@ class Tree:
                 attributes = []
             out.append(stmt)
         out.extend(attributes)
-        return out
+        return _joined(out)
 
     def _stmt(self, node: Any) -> Stmt | None:
         start, end = node.start_byte + self.bom, node.end_byte + self.bom
@@ -293,6 +293,35 @@ class Tree:
             return
         last = bisect_right(self.starts, max(start, node.end_byte + self.bom - 1))
         self.comment_lines.update(range(first, last + 1))
+
+
+def _joined(stmts: list[Stmt]) -> list[Stmt]:
+    """Where a macro misleads the grammar, a def or class comes in pieces on its first and
+    last lines: ``static MACRO inline`` before ``int f(void) {``, a ``;`` after its ``}``.
+    The piece before goes with it as a decorator would, the piece after is taken in, so
+    that it stays one unit with its name."""
+    out: list[Stmt] = []
+    for stmt in stmts:
+        prev = out[-1] if out else None
+        if (
+            prev is not None
+            and prev.kind in ("def", "class")
+            and stmt.kind == "other"
+            and stmt.lineno == stmt.end_lineno == prev.end_lineno
+        ):
+            prev.end_col_offset = stmt.end_col_offset  # `};` split in two
+            continue
+        if (
+            prev is not None
+            and stmt.kind in ("def", "class")
+            and prev.kind == "other"
+            and prev.end_lineno == stmt.lineno
+            and not prev.decorator_list
+        ):
+            out.pop()
+            stmt.decorator_list = [prev, *stmt.decorator_list]
+        out.append(stmt)
+    return out
 
 
 def parse(data: bytes, starts: list[int], language: str) -> Tree | None:

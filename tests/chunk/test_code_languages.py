@@ -165,9 +165,12 @@ def parser(language: str) -> tree_sitter.Parser:
 
 
 def walk(node: Any) -> Iterator[Any]:
-    yield node
-    for kid in node.named_children:
-        yield from walk(kid)
+    """Every named node, in document order (a stack: generated code nests deep)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.named_children))
 
 
 def is_member(node: Any) -> bool:
@@ -222,8 +225,13 @@ def holder(chunks: list[Chunk], start: int) -> Chunk:
 def check_file(text: str, language: str, chunk_size: int, overlap: int) -> tuple[int, int]:
     """The cut of one file against the tree walked here; returns how many functions were
     found whole and how many large classes were cut by their members."""
-    chunks = split_code(text, language=language, chunk_size=chunk_size, overlap_percent=overlap)
+    notices: list[str] = []
+    chunks = split_code(
+        text, language=language, chunk_size=chunk_size, overlap_percent=overlap, notices=notices
+    )
     assert_invariants(text, chunks, chunk_size, overlap)
+    if notices:  # did not parse, and was cut as text: nothing more is promised
+        return 0, 0
     data = text.encode()
     root = parser(language).parse(data).root_node
     whole = cut_by_members = 0
@@ -232,13 +240,19 @@ def check_file(text: str, language: str, chunk_size: int, overlap: int) -> tuple
         if not is_member(node) or node.has_error:
             continue
         start, end = outer(node).start_byte, trimmed_end(data, node)
+        line = data.rfind(b"\n", 0, start) + 1
+        if data[line:start].strip():  # `static MACRO int f(void)`: what leads its line
+            start = line
         name = name_of(node)
         size = reference_tokens(data[start:end].decode("utf-8", "replace"))
         if node.type in FUNCTIONS[language] and size <= chunk_size:
             chunk = holder(chunks, start)
             assert end <= chunk.end_offset, f"{language} function {name} fits but was cut"
             whole += 1
-            if chunk.start_offset == start and chunk.overlap_tokens == 0 and name:
+            # Named after it where it starts a chunk, alone on its lines (statements
+            # sharing a line are one unit, as in Python: `int a; int f() {...}`).
+            alone = not data[end : data.find(b"\n", end) % (len(data) + 1)].strip()
+            if chunk.start_offset == start and chunk.overlap_tokens == 0 and name and alone:
                 assert chunk.section is not None
                 assert chunk.section.split(".")[-1] == name.split(".")[-1].split("::")[-1]
         if node.type in CLASSES[language] and size > chunk_size and name:
