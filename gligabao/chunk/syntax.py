@@ -110,7 +110,13 @@ _IMPORTS = frozenset(
 )
 # A declaration wrapped in another node: ``export``, ``declare``, ``template <...>``.
 _WRAPPERS = frozenset(
-    {"export_statement", "ambient_declaration", "template_declaration", "declaration"}
+    {
+        "export_statement",
+        "ambient_declaration",
+        "template_declaration",
+        "declaration",
+        "expression_statement",  # TypeScript's `namespace NS {...}`
+    }
 )
 # Conditional compilation around declarations: cut by what is inside, like Python's
 # ``if TYPE_CHECKING:``.
@@ -454,7 +460,7 @@ def _name(node: Any) -> str | None:
 def _text(node: Any) -> str | None:
     if node is None:
         return None
-    text = node.text.decode("utf-8", "replace")
+    text = node.text.decode("utf-8", "replace").strip("\"'`")  # `declare module "m"`
     return " ".join(text.split()) or None
 
 
