@@ -6,11 +6,13 @@ headers, shell scripts, JavaScript, Go, PHP...). The oracle walks each file's tr
 with its own list of what a function and a class are in each language: every function
 or method that fits in a chunk is whole in one, the chunks tile the file, a chunk that
 starts in a function or class is named after it, and a class too large is cut by its
-members with its header line as the chunks' context.
+members with its header line as the chunks' context. JavaScript and Rust drawn from a
+small grammar go through the same checks.
 """
 
 from __future__ import annotations
 
+import functools
 import glob
 import importlib
 import os
@@ -447,3 +449,139 @@ def test_crlf_and_a_byte_order_mark():
         chunks = split_code(text, language="java", chunk_size=64, overlap_percent=20)
         assert_invariants(text, chunks, 64, 20)
         assert [c.section for c in chunks] == [c.section for c in plain]
+
+
+# ------------------------------------------------------------ generated sources
+
+# JavaScript and Rust drawn from a small grammar: classes (impl blocks) of methods,
+# functions with nested blocks, doc comments, attributes, import groups, module code,
+# Unicode names and strings, CRLF. The oracle is the same tree walk.
+WORDS = ["value", "total", "données", "名前", "count", "ok", "Δt", "node", "size", "key"]
+STRINGS = ["plain", "éè", "中文", "😀👍🏽", "tab\\t", "a{b}c", "// not a comment", "/* nor */"]
+words = st.sampled_from(WORDS)
+strings = st.sampled_from(STRINGS)
+STATEMENT_KINDS = st.sampled_from(["let", "call", "comment", "if", "for", "fn"])
+SIMPLE_KINDS = st.sampled_from(["let", "call", "comment"])
+
+
+@functools.cache  # one strategy per arguments: building them is what costs
+@st.composite
+def js_statement(draw: st.DrawFn, indent: str, depth: int) -> list[str]:
+    kind = draw(STATEMENT_KINDS if depth < 1 else SIMPLE_KINDS)
+    name = draw(words)
+    if kind == "let":
+        return [f"{indent}let {name}{draw(st.integers(0, 99))} = {draw(st.integers(0, 10**6))};"]
+    if kind == "call":
+        return [f'{indent}console.log("{draw(strings)}", {name});']
+    if kind == "comment":
+        return [f"{indent}// {draw(strings)} {name}"]
+    inner = draw(js_body(indent + "  ", depth + 1))
+    if kind == "if":
+        return [f"{indent}if ({name} > 1) {{", *inner, f"{indent}}}"]
+    if kind == "for":
+        return [f"{indent}for (const {name} of items) {{", *inner, f"{indent}}}"]
+    return [f"{indent}function {name}_{draw(st.integers(0, 9))}() {{", *inner, f"{indent}}}"]
+
+
+@functools.cache  # one strategy per arguments: building them is what costs
+@st.composite
+def js_body(draw: st.DrawFn, indent: str, depth: int) -> list[str]:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 6 if depth < 1 else 3))):
+        lines += draw(js_statement(indent, depth))
+    return lines
+
+
+@functools.cache  # one strategy per arguments: building them is what costs
+@st.composite
+def js_function(draw: st.DrawFn, indent: str, method: bool) -> list[str]:
+    name = f"{draw(words)}{draw(st.integers(0, 999))}"
+    doc = [f"{indent}/** {draw(strings)} */"] if draw(st.booleans()) else []
+    head = f"{indent}{name}(a, b) {{" if method else f"{indent}function {name}(a, b) {{"
+    return [*doc, head, *draw(js_body(indent + "  ", 0)), f"{indent}}}"]
+
+
+@st.composite
+def js_source(draw: st.DrawFn) -> str:
+    lines: list[str] = []
+    if draw(st.booleans()):
+        lines += [f'import {{ {w} }} from "./{w}";' for w in draw(st.lists(words, max_size=4))]
+    for _ in range(draw(st.integers(1, 8))):
+        kind = draw(st.sampled_from(["function", "class", "code", "arrow"]))
+        lines.append("")
+        if kind == "function":
+            lines += draw(js_function("", False))
+        elif kind == "class":
+            lines.append(f"// The {draw(words)} class.")
+            lines.append(f"export class C{draw(st.integers(0, 99))} extends Base {{")
+            for _ in range(draw(st.integers(1, 5))):
+                lines += draw(js_function("  ", True))
+                lines.append("")
+            lines.append("}")
+        elif kind == "arrow":
+            lines += [f"const {draw(words)}Fn = (x) => {{", *draw(js_body("  ", 0)), "};"]
+        else:
+            lines += draw(js_body("", 1))
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    return newline.join(lines) + newline
+
+
+@functools.cache  # one strategy per arguments: building them is what costs
+@st.composite
+def rust_function(draw: st.DrawFn, indent: str) -> list[str]:
+    name = f"f_{draw(st.integers(0, 999))}"
+    doc = [f"{indent}/// {draw(strings)}"] * draw(st.integers(0, 2))
+    attr = [f"{indent}#[inline]"] if draw(st.booleans()) else []
+    body = [
+        f'{indent}    let {draw(st.sampled_from(["x", "y", "données"]))} = "{draw(strings)}";'
+        for _ in range(draw(st.integers(1, 12)))
+    ]
+    return [
+        *doc,
+        *attr,
+        f"{indent}pub fn {name}(&self) -> usize {{",
+        *body,
+        f"{indent}    0",
+        f"{indent}}}",
+    ]
+
+
+@st.composite
+def rust_source(draw: st.DrawFn) -> str:
+    lines = [
+        f"use std::{m};" for m in draw(st.lists(st.sampled_from(["fmt", "io", "fs"]), max_size=3))
+    ]
+    for _ in range(draw(st.integers(1, 6))):
+        lines.append("")
+        if draw(st.booleans()):
+            lines += draw(rust_function(""))
+        else:
+            name = f"S{draw(st.integers(0, 99))}"
+            lines += [f"/// The {name}.", f"impl {name} {{"]
+            for _ in range(draw(st.integers(1, 5))):
+                lines += [*draw(rust_function("    ")), ""]
+            lines.append("}")
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    return newline.join(lines) + newline
+
+
+GENERATED = settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+@GENERATED
+@given(text=js_source(), chunk_size=st.integers(32, 400), overlap=st.sampled_from([0, 20, 50]))
+def test_generated_javascript_keeps_fitting_functions_whole(
+    text: str, chunk_size: int, overlap: int
+):
+    check_file(text, "javascript", chunk_size, overlap)
+
+
+@GENERATED
+@given(text=rust_source(), chunk_size=st.integers(32, 400), overlap=st.sampled_from([0, 20, 50]))
+def test_generated_rust_keeps_fitting_functions_whole(text: str, chunk_size: int, overlap: int):
+    check_file(text, "rust", chunk_size, overlap)
