@@ -10,7 +10,8 @@ written for that language (tests/chunk/fixtures/). Each file is cut on its own, 
 - ours, code mode (``split_code`` with the language's grammar);
 - ours, text mode (``split_text``), for comparison;
 - semantic-text-splitter's ``CodeSplitter`` with the same grammar, sized by characters
-  (4096, 819 overlap): a peer that also cuts code along its syntax tree.
+  (4096, 819 overlap): a peer that also cuts code along its syntax tree;
+- the grammar's parse alone (tree-sitter, the text encoded), the floor under both.
 
 Figures are MB/s of UTF-8 (10^6 bytes a second). A ``tree`` column says whether our code
 mode cut by the tree (the share of files; one that does not parse is cut as text).
@@ -121,7 +122,18 @@ def methods(language: str) -> dict[str, Callable[[str], object]]:
 
         return CodeSplitter(_grammar(language), CHUNK_CHARS, overlap=OVERLAP_CHARS).chunks(text)
 
-    return {"code mode": ours_code, "text mode": ours_text, "sts CodeSplitter": sts_code}
+    def parse_only(text: str) -> object:
+        import tree_sitter
+
+        grammar = tree_sitter.Language(_grammar(language))
+        return tree_sitter.Parser(grammar).parse(text.encode())
+
+    return {
+        "parse only": parse_only,
+        "code mode": ours_code,
+        "text mode": ours_text,
+        "sts CodeSplitter": sts_code,
+    }
 
 
 def timed(run: Callable[[str], object], texts: list[str], runs: int) -> float | None:
