@@ -333,31 +333,41 @@ def _joined(stmts: list[Stmt]) -> list[Stmt]:
 def parse(data: bytes, starts: list[int], language: str) -> Tree | None:
     """The statements of ``data`` (UTF-8 bytes, with ``starts`` its line starts), or None
     where there is no grammar, or where a quarter of the text or more does not parse."""
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    text = data[bom:] if bom else data
+    root = _root(text, language)
+    if language == "c" and (root is None or root.has_error):
+        # A `.h` file is C or C++: one the C grammar stumbles on is read as C++ where
+        # that goes better.
+        other = _root(text, "cpp")
+        if other is not None and (root is None or not other.has_error or _bad(other) < _bad(root)):
+            root = other
+    if root is None or root.type == "ERROR" or _bad(root) * 4 >= max(len(text), 1):
+        return None
+    return Tree(data, starts, bom, root)
+
+
+def _root(text: bytes, language: str) -> Any | None:
     grammar = _language(language)
     if grammar is None:
         return None
     import tree_sitter
 
-    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
     try:
-        root = tree_sitter.Parser(grammar).parse(data[bom:] if bom else data).root_node
+        return tree_sitter.Parser(grammar).parse(text).root_node
     except (ValueError, RuntimeError):
         return None
-    if root.type == "ERROR" or _broken(root, len(data) - bom):
-        return None
-    return Tree(data, starts, bom, root)
 
 
-def _broken(root: Any, size: int) -> bool:
-    """Whether the top-level nodes that did not parse cover a quarter of the text."""
+def _bad(root: Any) -> int:
+    """How many bytes the top-level nodes that did not parse cover."""
     if not root.has_error:
-        return False
-    bad = sum(
+        return 0
+    return sum(
         child.end_byte - child.start_byte
         for child in root.children
         if child.type == "ERROR" or child.is_missing
     )
-    return bad * 4 >= max(size, 1)
 
 
 # ----------------------------------------------------------------- node kinds

@@ -427,6 +427,16 @@ def test_code_that_does_not_parse_is_cut_as_text_with_a_notice():
         assert chunks == split_code(text, language=None, chunk_size=64)
 
 
+def test_a_cpp_header_named_h_is_read_as_cpp():
+    text = read(str(FIXTURES / "matrix.hpp"))
+    assert code_language("matrix.h") == "c"
+    notices: list[str] = []
+    chunks = split_code(text, language="c", chunk_size=80, notices=notices)
+    assert notices == []
+    assert chunks == split_code(text, language="cpp", chunk_size=80)
+    assert "physics.Matrix.transposed" in {c.section for c in chunks}
+
+
 def test_code_nested_thousands_deep_is_cut_as_text_with_a_notice():
     text = "function f() {\n  let x = 1;\n" * 3000 + "}\n" * 3000
     notices: list[str] = []
