@@ -211,7 +211,7 @@ class Stmt:
     end_col_offset: int
     decorator_list: list[Stmt]
     node: Any = field(repr=False)
-    source: Tree = field(repr=False)
+    source: _Reader = field(repr=False)
     _kids: list[Stmt] | None = field(default=None, repr=False)
 
     @property
@@ -223,14 +223,24 @@ class Stmt:
 
 
 class Tree:
-    """A parsed text: its top-level statements, and the lines that are only comments."""
+    """A parsed text: its top-level statements, and the lines that are only comments
+    (more are found as the statements inside are asked for)."""
 
     def __init__(self, data: bytes, starts: list[int], bom: int, root: Any) -> None:
+        reader = _Reader(data, starts, bom)
+        self.comment_lines = reader.comment_lines
+        self.body = reader.statements(root.children)
+
+
+class _Reader:
+    """Makes statements of nodes. The statements point to it and it to none of them:
+    no reference cycle, so a cut's tree is freed as soon as it is made."""
+
+    def __init__(self, data: bytes, starts: list[int], bom: int) -> None:
         self.data = data
         self.starts = starts
         self.bom = bom
         self.comment_lines: set[int] = set()
-        self.body = self.statements(root.children)
 
     # ------------------------------------------------------------ statements
 
