@@ -595,3 +595,27 @@ def test_generated_javascript_keeps_fitting_functions_whole(
 @given(text=rust_source(), chunk_size=st.integers(32, 400), overlap=st.sampled_from([0, 20, 50]))
 def test_generated_rust_keeps_fitting_functions_whole(text: str, chunk_size: int, overlap: int):
     check_file(text, "rust", chunk_size, overlap)
+
+
+# Braces, quotes and comment marks of every family, with Unicode and odd line breaks: what
+# a half-written file or a stray binary-ish text gives each grammar.
+CODE_CHARS = "{}()[]<>;:,.=+-*/%&|!?#@$\\'\"`\n\r\t abcxyzABC019_éλ名😀\u200b\x0c"
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    text=st.one_of(
+        st.text(alphabet=CODE_CHARS, min_size=1, max_size=2000),
+        st.text(min_size=1, max_size=500),
+    ),
+    language=st.sampled_from(sorted(GRAMMARS)),
+    chunk_size=st.integers(32, 300),
+    overlap=st.sampled_from([0, 20, 50]),
+)
+def test_any_text_holds_the_invariants_in_every_language(
+    text: str, language: str, chunk_size: int, overlap: int
+):
+    chunks = split_code(text, language=language, chunk_size=chunk_size, overlap_percent=overlap)
+    assert_invariants(text, chunks, chunk_size, overlap)
+    again = split_code(text, language=language, chunk_size=chunk_size, overlap_percent=overlap)
+    assert again == chunks  # the same text and settings, the same chunks
