@@ -447,7 +447,7 @@ def _split_markdown(text: str) -> object:
 def _split_code(text: str) -> object:
     from gligabao.chunk.code import split_code
 
-    return split_code(text, python=True, chunk_size=CHUNK_TOKENS, overlap_percent=OVERLAP_PERCENT)
+    return split_code(text, chunk_size=CHUNK_TOKENS, overlap_percent=OVERLAP_PERCENT)
 
 
 def _python_language() -> object:

@@ -25,12 +25,25 @@ to be split (an oversized function or statement, comment or line), never where
 whole units are packed, so no function is stored twice and each chunk's overlap
 stays within the budget. Between regions there is no overlap.
 
-Text that is not Python (``python=False``), and Python that does not parse, is
-cut as text with line breaks preferred over words: blank-line paragraphs, a
-paragraph larger than a chunk at its lines, with overlap as in text mode.
+The other languages (JavaScript, TypeScript, Go, Rust, Java, C, C++, C#, Ruby, PHP,
+Kotlin, Swift, shell) are read by their tree-sitter grammar into statements shaped
+like Python's (syntax.py) and packed by the same rules: a function, method or
+constructor is a def; a class, struct, impl, trait, interface, enum, module or
+namespace is a class, cut by its members with its header lines (up to the first
+member: ``class A extends B {``) as context; imports, includes and ``use`` lines are
+grouped; ``export``, ``template <...>`` and Rust's ``#[...]`` lines go with their
+declaration as decorators do; the comment lines are those the parser found, so a doc
+comment above a declaration stays with it; an ``#if`` block holding functions is cut
+by what it holds, like ``if TYPE_CHECKING:``.
+
+Text in no language (``language=None``), a language with no grammar, and code that
+does not parse, are cut as text with line breaks preferred over words: blank-line
+paragraphs, a paragraph larger than a chunk at its lines, with overlap as in text
+mode; ``notices`` then says why.
 
 Each chunk's ``section`` is where it starts: ``"Class.method"``, ``"Class"`` or
-``"function"`` (None for module-level code); ``anchor`` is None.
+``"function"`` (None for module-level code; a Go method is ``"Type.method"``);
+``anchor`` is None.
 """
 
 from __future__ import annotations
@@ -43,6 +56,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from itertools import accumulate
 
+from gligabao.chunk.syntax import Stmt, Tree
 from gligabao.chunk.text import Chunk, Splitter
 from gligabao.chunk.tokens import Tokenizer
 
@@ -59,6 +73,8 @@ _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NAMED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _IMPORTS = (ast.Import, ast.ImportFrom)
 
+# A statement of Python's tree or of another language's (syntax.py, shaped the same).
+Statement = ast.stmt | Stmt
 # Where a chunk sits: its section, and the headers (byte offset, text) around it.
 Scopes = tuple[tuple[int, str], ...]
 
@@ -66,25 +82,30 @@ Scopes = tuple[tuple[int, str], ...]
 def split_code(
     text: str,
     *,
-    python: bool = True,
+    language: str | None = "python",
     chunk_size: int = 1024,
     overlap_percent: int = 20,
     tokenizer: Tokenizer | None = None,
+    notices: list[str] | None = None,
 ) -> list[Chunk]:
     """Cut source ``text`` into chunks of at most ``chunk_size`` tokens, overlap included.
 
-    With ``python`` the text is cut along its syntax tree where it parses; otherwise
-    (or when it does not parse) as text with line breaks preferred over words. The
-    chunks are exact slices in order: the first starts at 0, the last ends at
-    ``len(text)``, and only whitespace lies between two chunks that do not overlap.
+    In a ``language`` with a syntax tree here (Python, or one of `syntax.GRAMMARS`) the
+    text is cut along that tree where it parses; otherwise (``language=None``, no
+    grammar, or text that does not parse) as text with line breaks preferred over
+    words, and a line saying why is added to ``notices``. The chunks are exact slices in
+    order: the first starts at 0, the last ends at ``len(text)``, and only whitespace
+    lies between two chunks that do not overlap.
     """
     splitter = Splitter(
         text, chunk_size=chunk_size, overlap_percent=overlap_percent, tokenizer=tokenizer
     )
-    return code_chunks(splitter, python=python)
+    return code_chunks(splitter, language=language, notices=notices)
 
 
-def code_chunks(splitter: Splitter, *, python: bool = True) -> list[Chunk]:
+def code_chunks(
+    splitter: Splitter, *, language: str | None = "python", notices: list[str] | None = None
+) -> list[Chunk]:
     """`split_code` of a text whose `Splitter` is made (and its tokens counted) already."""
     data = splitter.data
     if not data:
@@ -96,13 +117,38 @@ def code_chunks(splitter: Splitter, *, python: bool = True) -> list[Chunk]:
     # reference cycle, so the tree is freed as soon as the cut is made.
     collecting = gc.isenabled()
     gc.disable()
+    tree: ast.Module | Tree | None = None
     try:
-        tree = _parse(splitter.text) if python else None
-        return _Cutter(splitter, tree).cut()
+        starts = _line_starts(data)
+        if language == "python":
+            tree = _parse(splitter.text)
+        elif language is not None:
+            from gligabao.chunk import syntax
+
+            if not syntax.available(language):
+                _notice(notices, f"no grammar for {language}: cut as text, lines first")
+                language = None
+            else:
+                tree = syntax.parse(data, starts, language)
+        if language is not None and tree is None:
+            _notice(notices, f"the {language} code did not parse: cut as text, lines first")
+        try:
+            return _Cutter(splitter, tree, starts).cut()
+        except RecursionError:  # blocks in blocks thousands deep (generated code)
+            if tree is None:
+                raise
+            tree = None
+            _notice(notices, f"the {language} code nests too deep: cut as text, lines first")
+            return _Cutter(splitter, None, starts).cut()
     finally:
         tree = None
         if collecting:
             gc.enable()
+
+
+def _notice(notices: list[str] | None, said: str) -> None:
+    if notices is not None:
+        notices.append(said)
 
 
 def _parse(text: str) -> ast.Module | None:
@@ -125,7 +171,7 @@ class _Unit:
     ``node_end`` .. ``end`` the deeper-indented comment lines just below.
     """
 
-    nodes: list[ast.stmt]
+    nodes: list[Statement]
     first: int  # first line of the statements (decorators included), 1-based
     last: int  # their last line
     start: int = 0
@@ -173,14 +219,21 @@ class _Region:
 
 
 class _Cutter:
-    def __init__(self, splitter: Splitter, tree: ast.Module | None) -> None:
+    """Packs the statements of a Python ``ast`` or of a tree-sitter `syntax.Tree` (whose
+    statements are shaped like Python's) into chunks; no tree: the text, lines first."""
+
+    def __init__(
+        self, splitter: Splitter, tree: ast.Module | Tree | None, starts: list[int]
+    ) -> None:
         self.splitter = splitter
         self.data = data = splitter.data
         self.size = splitter.chunk_size
         self.tree = tree
         # Byte offset where each line starts; line n (1-based) starts at starts[n - 1].
-        self.starts = _line_starts(data)
+        self.starts = starts
         self.bom = 3 if data.startswith(_BOM) else 0
+        # Other languages' comments are found by the parser, not by a leading `#`.
+        self.comment_lines = tree.comment_lines if isinstance(tree, Tree) else None
 
     # ------------------------------------------------------------------ the cut
 
@@ -245,7 +298,7 @@ class _Cutter:
     def _level(
         self,
         items: list[_Block | _Region],
-        stmts: list[ast.stmt],
+        stmts: list[Statement],
         lo: int,
         hi: int,
         floor: int,
@@ -302,7 +355,7 @@ class _Cutter:
         if unit.parts is not None or len(unit.nodes) != 1:
             return False
         node = unit.nodes[0]
-        return isinstance(node, ast.ClassDef) or (not isinstance(node, _DEFS) and _holds_defs(node))
+        return _is_class(node) or (not _is_def(node) and _holds_defs(node))
 
     def _members(
         self,
@@ -314,7 +367,7 @@ class _Cutter:
     ) -> None:
         """A class (or ``if``/``try`` holding defs) larger than a chunk, by its members."""
         node = unit.nodes[0]
-        if isinstance(node, ast.ClassDef):
+        if _is_class(node):
             scopes = (*scopes, (self.line_start(node.lineno), self._header(node)))
             prefix = label
         members = self._group(self._units(_children(node), node.lineno, unit.tail))
@@ -384,7 +437,7 @@ class _Cutter:
 
     def _def_scopes(self, unit: _Unit, scopes: Scopes) -> Scopes:
         """A function's chunks after its first carry its ``def`` line too."""
-        if unit.parts is None and len(unit.nodes) == 1 and isinstance(unit.nodes[0], _DEFS):
+        if unit.parts is None and len(unit.nodes) == 1 and _is_def(unit.nodes[0]):
             node = unit.nodes[0]
             return (*scopes, (self.line_start(node.lineno), self._header(node)))  # type: ignore[arg-type]
         return scopes
@@ -467,7 +520,7 @@ class _Cutter:
 
     # ------------------------------------------------------------------- units
 
-    def _units(self, stmts: list[ast.stmt], floor: int, ceiling: int) -> list[_Unit]:
+    def _units(self, stmts: list[Statement], floor: int, ceiling: int) -> list[_Unit]:
         """Statements as units: those sharing a line are one; each takes the comment lines
         directly above it (below line ``floor``) and the deeper-indented ones just below
         it (up to line ``ceiling``)."""
@@ -525,7 +578,11 @@ class _Cutter:
                 prev is not None
                 and _is_import(unit)
                 and _is_import(prev)
-                and self._only_comments(prev.end, unit.start)
+                and (
+                    self._only_comments(prev.end, unit.start)
+                    if self.comment_lines is None
+                    else self._only_comment_lines(prev.end, unit.start)
+                )
             ):
                 if prev.parts is None:
                     prev = _Unit(
@@ -559,14 +616,33 @@ class _Cutter:
                 return False
         return True
 
-    def _header(self, node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> str:
+    def _only_comment_lines(self, start: int, end: int) -> bool:
+        """Whether lines from the one holding ``start`` to the one holding ``end`` are
+        blank or comments, as the parser found them."""
+        if end <= start:
+            return True
+        lines = self.comment_lines or set()
+        first = bisect_right(self.starts, start)
+        if self.starts[first - 1] != start:  # the rest of the line before
+            if self.data[start : self.line_end(first)].strip(_SPACE):
+                return False
+            first += 1
+        last = bisect_right(self.starts, end - 1)
+        return all(j in lines or self.is_blank(j) for j in range(first, last + 1))
+
+    def _header(self, node: Statement) -> str:
         """The ``class``/``def`` line(s) up to the colon, as context: ``"class A(B):\\n"``."""
         start = self.line_start(node.lineno)
-        kid = node.body[0]
-        kid_first = min(
-            [kid.lineno, *(d.lineno for d in getattr(kid, "decorator_list", None) or ())]
+        kids = _children(node)
+        kid = kids[0] if kids else None
+        kid_first = (
+            min([kid.lineno, *(d.lineno for d in getattr(kid, "decorator_list", None) or ())])
+            if kid is not None
+            else node.lineno
         )
-        if kid_first <= node.lineno:  # `class A: pass`
+        if kid is None:  # a body with no statements (another language's): the first line
+            end = self.line_end(node.lineno)
+        elif kid_first <= node.lineno:  # `class A: pass`
             end = start + self.col(kid)
         else:
             j = kid_first - 1
@@ -596,13 +672,15 @@ class _Cutter:
         return not self.line(line).strip(_SPACE)
 
     def is_comment(self, line: int) -> bool:
+        if self.comment_lines is not None:
+            return line in self.comment_lines
         return self.line(line).lstrip(_INDENT).startswith(b"#")
 
     def indent(self, line: int) -> int:
         text = self.line(line)
         return len(text) - len(text.lstrip(_INDENT))
 
-    def col(self, node: ast.stmt) -> int:
+    def col(self, node: Statement) -> int:
         """The node's column in bytes (the parser saw the text without its BOM)."""
         return node.col_offset + (self.bom if node.lineno == 1 else 0)
 
@@ -654,9 +732,11 @@ def _regions(items: list[_Block | _Region]) -> list[_Region]:
     return regions
 
 
-def _children(node: ast.stmt) -> list[ast.stmt]:
+def _children(node: Statement) -> list[Statement]:
     """The statements directly inside a compound statement, in source order."""
-    kids: list[ast.stmt] = []
+    if isinstance(node, Stmt):
+        return node.kids
+    kids: list[Statement] = []
     for name in ("body", "handlers", "orelse", "finalbody", "cases"):
         for item in getattr(node, name, None) or ():
             if isinstance(item, ast.stmt):
@@ -667,18 +747,35 @@ def _children(node: ast.stmt) -> list[ast.stmt]:
     return kids
 
 
-def _holds_defs(node: ast.stmt) -> bool:
-    return any(isinstance(kid, _NAMED) or _holds_defs(kid) for kid in _children(node))
+def _holds_defs(node: Statement) -> bool:
+    return any(_is_named(kid) or _holds_defs(kid) for kid in _children(node))
+
+
+def _is_def(node: Statement) -> bool:
+    return node.kind == "def" if isinstance(node, Stmt) else isinstance(node, _DEFS)
+
+
+def _is_class(node: Statement) -> bool:
+    return node.kind == "class" if isinstance(node, Stmt) else isinstance(node, ast.ClassDef)
+
+
+def _is_named(node: Statement) -> bool:
+    return node.kind in ("def", "class") if isinstance(node, Stmt) else isinstance(node, _NAMED)
 
 
 def _is_import(unit: _Unit) -> bool:
-    return all(isinstance(node, _IMPORTS) for node in unit.nodes)
+    return all(
+        node.kind == "import" if isinstance(node, Stmt) else isinstance(node, _IMPORTS)
+        for node in unit.nodes
+    )
 
 
 def _label(unit: _Unit, prefix: str | None) -> str | None:
     """``Class.method``, ``Class`` or ``function`` for a def or class; else the prefix."""
-    if unit.parts is None and len(unit.nodes) == 1 and isinstance(unit.nodes[0], _NAMED):
-        name = unit.nodes[0].name  # type: ignore[attr-defined]
+    if unit.parts is None and len(unit.nodes) == 1 and _is_named(unit.nodes[0]):
+        name = unit.nodes[0].name  # type: ignore[union-attr]
+        if name is None:
+            return prefix
         return f"{prefix}.{name}" if prefix else name
     return prefix
 

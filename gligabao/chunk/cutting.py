@@ -45,6 +45,8 @@ class Cut:
     tokens: int
     chunks: list[Chunk]
     mode: str
+    # What the cut could not do as its mode says (code that did not parse, cut as text).
+    notices: list[str] = field(default_factory=list)
 
     @property
     def chunked(self) -> bool:
@@ -52,34 +54,43 @@ class Cut:
 
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
-# Source files: Python is cut by its AST; the others fall back to text, lines first.
-CODE_SUFFIXES = frozenset(
-    {
-        ".py",
-        ".pyi",
-        ".js",
-        ".mjs",
-        ".ts",
-        ".tsx",
-        ".jsx",
-        ".go",
-        ".rs",
-        ".java",
-        ".kt",
-        ".c",
-        ".h",
-        ".cc",
-        ".cpp",
-        ".hpp",
-        ".cs",
-        ".rb",
-        ".php",
-        ".swift",
-        ".scala",
-        ".sh",
-        ".sql",
-    }
-)
+# Source files and their language: Python is cut by its AST, the others by their
+# tree-sitter grammar (chunk/syntax.py); a language with none is cut as text, lines
+# first, and the cut says so.
+CODE_LANGUAGES: dict[str, str] = {
+    ".py": "python",
+    ".pyi": "python",
+    ".js": "javascript",
+    ".mjs": "javascript",
+    ".cjs": "javascript",
+    ".jsx": "javascript",
+    ".ts": "typescript",
+    ".mts": "typescript",
+    ".cts": "typescript",
+    ".tsx": "tsx",
+    ".go": "go",
+    ".rs": "rust",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".kts": "kotlin",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".cxx": "cpp",
+    ".hh": "cpp",
+    ".hpp": "cpp",
+    ".hxx": "cpp",
+    ".cs": "csharp",
+    ".rb": "ruby",
+    ".php": "php",
+    ".swift": "swift",
+    ".sh": "bash",
+    ".bash": "bash",
+    ".scala": "scala",
+    ".sql": "sql",
+}
+CODE_SUFFIXES = frozenset(CODE_LANGUAGES)
 
 
 def mode_for(path: str | None, mode: str) -> str:
@@ -92,6 +103,14 @@ def mode_for(path: str | None, mode: str) -> str:
     if suffix in CODE_SUFFIXES:
         return "code"
     return "text"
+
+
+def code_language(path: str | None) -> str:
+    """The language code mode cuts a file in: by its extension, Python for stdin."""
+    if path is None:
+        return "python"
+    suffix = os.path.splitext(path)[1].lower()
+    return CODE_LANGUAGES.get(suffix) or suffix.lstrip(".") or "unnamed"
 
 
 def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
@@ -124,6 +143,7 @@ def cut(text: str, settings: ChunkSettings, path: str | None = None) -> Cut:
     if mode == "code":
         from gligabao.chunk.code import code_chunks
 
-        python = path is None or os.path.splitext(path)[1].lower() in (".py", ".pyi")
-        return Cut(tokens, code_chunks(splitter, python=python), mode)
+        notices: list[str] = []
+        chunks = code_chunks(splitter, language=code_language(path), notices=notices)
+        return Cut(tokens, chunks, mode, notices)
     return Cut(tokens, text_chunks(splitter), mode)

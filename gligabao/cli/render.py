@@ -175,6 +175,8 @@ def chunk_preview_table(source: str, cut: Cut, settings: ChunkSettings) -> None:
     table.caption = _text(
         f"{_n(cut.tokens)} {plural(cut.tokens, 'token')} in {len(cut.chunks)} "
         f"{plural(len(cut.chunks), 'chunk')} ({sizing})"
+        # Code its mode could not cut by its syntax: why it was cut as text instead.
+        + "".join(f"; {notice}" for notice in cut.notices)
     )
     table.caption_justify = "left"
     emit(table, heading=True)

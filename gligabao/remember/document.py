@@ -355,6 +355,8 @@ class _Run:
         n = len(result.chunks)
         said = f"{result.tokens} {plural(result.tokens, 'token')} in {n} {plural(n, 'chunk')}"
         self.step("chunk_text", said, chunks=n)
+        for notice in result.notices:  # code that could not be cut by its syntax
+            self.step("chunk_notice", notice)
         pieces = [Piece(c.index, c.text, c) for c in result.chunks] or [
             Piece(0, self.source.text, None)
         ]

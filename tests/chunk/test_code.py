@@ -346,14 +346,16 @@ def test_python_sources_hold_the_invariants_and_keep_fitting_functions_whole(
 @PROPERTY
 @given(text=any_text, chunk_size=sizes, overlap=overlaps, python=st.booleans())
 def test_any_text_holds_the_invariants_as_python_or_not(text, chunk_size, overlap, python):
-    chunks = split_code(text, python=python, chunk_size=chunk_size, overlap_percent=overlap)
+    chunks = split_code(
+        text, language="python" if python else None, chunk_size=chunk_size, overlap_percent=overlap
+    )
     if not text:
         assert chunks == []
         return
     assert_invariants(text, chunks, chunk_size, overlap)
-    assert split_code(text, python=python, chunk_size=chunk_size, overlap_percent=overlap) == (
-        chunks
-    )
+    assert split_code(
+        text, language="python" if python else None, chunk_size=chunk_size, overlap_percent=overlap
+    ) == (chunks)
 
 
 # ------------------------------------------------------------ crafted cases
@@ -534,7 +536,7 @@ export class Cache {
 def test_other_sources_fall_back_to_text_preferring_line_breaks():
     text = JS * 4
     size = 40
-    chunks = split_code(text, python=False, chunk_size=size, overlap_percent=20)
+    chunks = split_code(text, language=None, chunk_size=size, overlap_percent=20)
     assert_invariants(text, chunks, size, 20)
     assert boundaries_at_line_breaks(text, chunks)  # no line of it is over 40 tokens
     # Text mode, for comparison, also ends chunks at sentence ends inside a line.
@@ -563,8 +565,11 @@ def test_cut_in_code_mode_uses_the_code_splitter():
     result = cut(text, settings, path="module.py")
     assert result.mode == "code" and result.chunked
     assert result.chunks == split_code(text, chunk_size=64, overlap_percent=20)
-    as_js = cut(text, settings, path="module.js")
-    assert as_js.chunks == split_code(text, python=False, chunk_size=64, overlap_percent=20)
+    # A language with no grammar here is cut as text, lines first, and the cut says so.
+    as_sql = cut(text, settings, path="module.sql")
+    assert as_sql.chunks == split_code(text, language=None, chunk_size=64, overlap_percent=20)
+    assert as_sql.notices == ["no grammar for sql: cut as text, lines first"]
+    assert result.notices == []
 
 
 # ------------------------------------------------------------ the standard library
@@ -615,7 +620,11 @@ def test_exact_tiktoken_counts_without_overlap(tiktoken_counts, name, chunk_size
     """Counts that do not add up (the chunk is counted whole) hold the invariants too."""
     text = stdlib_source(name)
     chunks = split_code(
-        text, python=python, chunk_size=chunk_size, overlap_percent=0, tokenizer=tiktoken_counts
+        text,
+        language="python" if python else None,
+        chunk_size=chunk_size,
+        overlap_percent=0,
+        tokenizer=tiktoken_counts,
     )
     assert_invariants(text, chunks, chunk_size, 0, tiktoken_counts)
     if python:

@@ -108,6 +108,22 @@ def test_a_sphinx_page_shows_clean_sections_and_the_lines_of_its_file(gb_cli) ->
         assert "¶" not in chunk["text"] and "¶" not in chunk["section"]
 
 
+def test_table_says_when_code_is_cut_as_text(gb_cli) -> None:
+    go = Path(__file__).parent.parent / "chunk" / "fixtures" / "queue.go"
+    Path("queue.go").write_bytes(go.read_bytes())
+    Path("queue.scala").write_bytes(go.read_bytes())
+    by_tree = gb_cli("chunk-preview", "--chunk-size", "100", "queue.go")
+    assert by_tree.exit_code == 0, by_tree.stderr
+    assert "Queue.Push" in by_tree.stdout and "cut as text" not in by_tree.stdout
+    # No grammar for the language: the footer says how it was cut instead.
+    as_text = gb_cli("chunk-preview", "--chunk-size", "100", "queue.scala")
+    assert as_text.exit_code == 0, as_text.stderr
+    footer = [line for line in as_text.stdout.splitlines() if "tokens in" in line]
+    assert footer[0].endswith(
+        "code mode, estimator); no grammar for scala: cut as text, lines first"
+    )
+
+
 @pytest.mark.parametrize("name", ["[red]notes.txt", "[b]odd[.txt"])
 def test_table_shows_brackets_as_they_are(gb_cli, name: str) -> None:
     """A file name or a chunk that looks like rich markup is printed verbatim."""

@@ -758,6 +758,19 @@ def test_trace_has_every_step_in_order(gb_cli, online) -> None:
     assert "chunk_text" not in shown
 
 
+def test_trace_says_when_code_is_cut_as_text(gb_cli, online) -> None:
+    # A source file in a language with no grammar here is cut as text, and the trace says so.
+    path = write("License.scala", apache_bytes())
+    steps = remember_json(gb_cli, str(path), "--chunk-size", "400", "--trace")["trajectory"]
+    names = [s["step"] for s in steps]
+    assert names[:2] == ["chunk_text", "chunk_notice"]
+    assert steps[1]["message"] == "no grammar for scala: cut as text, lines first"
+    go = Path(__file__).parent.parent / "chunk" / "fixtures" / "queue.go"
+    path = write("queue.go", go.read_bytes())
+    steps = remember_json(gb_cli, str(path), "--chunk-size", "200", "--trace")["trajectory"]
+    assert steps[0]["step"] == "chunk_text" and "chunk_notice" not in [s["step"] for s in steps]
+
+
 # ------------------------------------------------------------------ 13. concurrency
 
 
