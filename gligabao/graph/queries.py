@@ -378,9 +378,7 @@ class Entity:
         )
 
     def as_json(self) -> dict[str, Any]:
-        shown = _shallow(self)
-        shown["chunk_ids"] = list(self.chunk_ids)  # as JSON reads it back
-        return shown
+        return _shallow(self)
 
 
 @dataclass(frozen=True)
