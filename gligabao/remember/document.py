@@ -37,6 +37,7 @@ from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError, Stopped, UsageError
 from gligabao.llm import (
     EMBED_STAGE,
+    ChatRequest,
     LLMError,
     contextualize_chunk_request,
     extract_graph_request,
@@ -608,7 +609,7 @@ class _Run:
             except GraphLeft as left:
                 piece.graph_left = str(left)
                 value = {"entities": [], "edges": []}
-                self.step("extract_graph", f"{left}; left to do{_of(piece, n)}")
+                self.step("graph_left", f"{left}; left to do{_of(piece, n)}")
             except LLMError as exc:  # name the input and the chunk, not only the call
                 where = f"chunk {piece.index + 1} of {n}: " if piece.chunk is not None else ""
                 raise FetchFailed(self.source.name, where, str(exc)) from exc
@@ -697,7 +698,8 @@ class _Run:
                         f"{exc.stage} ({exc.model}): the answer was cut off at its output "
                         f"limit even for {tokens} {plural(tokens, 'token')} of the chunk"
                     ) from exc
-            self.step("extract_graph", f"the answer was cut off; halved{_of(piece, n)}")
+            # Its own step: progress counts each chunk's one "extract_graph" step.
+            self.step("extract_halved", f"the answer was cut off; halved{_of(piece, n)}")
         assert parts is not None
         done = await asyncio.gather(
             *(self._extract(piece, part, said_at, n) for part in parts),
@@ -713,7 +715,7 @@ class _Run:
             "edges": [e for value in answers for e in value["edges"]],
         }
 
-    def _halved_before(self, request, text: str, said_at: str) -> bool:
+    def _halved_before(self, request: ChatRequest, text: str, said_at: str) -> bool:
         """Whether an earlier run asked for ``text`` without an answer, then for parts of
         it: it was cut off then, and asking for all of it again would pay for that again."""
         if self.calls.asked_before(request) is not False:

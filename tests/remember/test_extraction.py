@@ -52,8 +52,11 @@ def test_an_extraction_cut_off_twice_is_asked_again_as_two_halves(
     online.requests.clear()
     online.cut_off_over = {"extract_graph": 200}  # a chunk is cut off, its halves are not
 
-    line = json.loads(gb(gb_cli, "remember", "notes.txt", *SMALL, "--json").stdout)
+    line = json.loads(gb(gb_cli, "remember", "notes.txt", *SMALL, "--json", "--trace").stdout)
 
+    steps = [s["step"] for s in line["trajectory"]]
+    # One extraction step a chunk, as progress counts them; the halving a step of its own.
+    assert steps.count("extract_graph") == len(line["chunks"]) and "extract_halved" in steps
     extractions = online.requests_for("extract_graph")
     texts = [r.body["messages"][-1]["content"] for r in extractions]
     assert len(texts) > len(set(texts)), "no answer was cut off: the test shows nothing"
