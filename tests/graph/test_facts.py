@@ -394,7 +394,7 @@ def test_a_name_that_matches_on_common_or_some_words_is_no_entity(gb_cli, online
 
 
 def test_a_quote_in_the_overlap_of_two_chunks_is_one_piece_of_evidence(
-    gb_cli, online, backend
+    gb_cli, backend, online
 ) -> None:
     """Two chunks that share a sentence through their overlap both state its fact: `gb
     why` lists the place once, with both chunks kept on it, on either store."""
@@ -406,11 +406,11 @@ def test_a_quote_in_the_overlap_of_two_chunks_is_one_piece_of_evidence(
     write("overlap.txt", " ".join(said) + "\n")
     gb(gb_cli, "remember", "overlap.txt", "--chunk-size", "40", "--overlap", "50", "--quiet")
     facts = _facts(gb_cli, "--all", "-k", "100")
-    shared = [f for f in facts if any(len(e["chunk_ids"]) > 1 for e in f["evidence"])]
-    assert shared, "no quote sits in an overlap: the test shows nothing"
     for fact in facts:
         places = [(e["start_offset"], e["end_offset"]) for e in fact["evidence"]]
         assert len(places) == len(set(places)), fact
+    shared = [f for f in facts if any(len(e["chunk_ids"]) > 1 for e in f["evidence"])]
+    assert shared, "no quote sits in an overlap: the test shows nothing"
     fact = shared[0]
     (ev,) = [e for e in fact["evidence"] if len(e["chunk_ids"]) > 1]
     assert ev["chunk_id"] == ev["chunk_ids"][0] and len(set(ev["chunk_ids"])) == 2

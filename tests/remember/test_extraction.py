@@ -80,7 +80,7 @@ def test_an_extraction_cut_off_twice_is_asked_again_as_two_halves(
 
 
 def test_an_extraction_cut_off_down_to_the_floor_leaves_the_graph_to_do(
-    gb_cli, online: LLMServer
+    gb_cli, backend, online: LLMServer
 ) -> None:
     write("notes.txt", TEXT)
     # A model that rambles on whatever holds the title line, however small the part.
@@ -96,7 +96,7 @@ def test_an_extraction_cut_off_down_to_the_floor_leaves_the_graph_to_do(
     warned = " ".join(stderr_lines(result))
     assert "graph of chunk 1 of" in warned and "run the same command again" in warned
     chunks = rows("SELECT id, chunk_index, pending FROM gb_artifacts WHERE chunk_index IS NOT NULL")
-    assert [c["pending"] for c in chunks if c["chunk_index"] == 0] == ["extract_graph"]
+    assert [c["pending"] for c in chunks if c["chunk_index"] == 0] == ["extract_graph"], chunks
     assert all(c["pending"] == "" for c in chunks if c["chunk_index"] != 0)
     summaries = count("SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary'")
     assert summaries == len(chunks)  # every chunk's summary is stored, the first's too
