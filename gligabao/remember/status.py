@@ -26,7 +26,7 @@ from gligabao.read.files import shown_name
 from gligabao.read.sources import Source
 from gligabao.remember import diff
 from gligabao.remember.cut import cut_source
-from gligabao.store import Connection, artifacts, datasets, peek_db, versions
+from gligabao.store import Connection, artifacts, datasets, graph, peek_db, versions
 from gligabao.store.db import transaction
 from gligabao.store.opening import DEFAULT_SCHEMA
 
@@ -91,20 +91,34 @@ def sync_status(
             f"stored {len(stored)} {plural(len(stored), 'chunk')}; the current settings cut "
             f"{len(current)}",
         )
-    empty = empty_extractions(conn, doc_id) if stored else []
+    empty = empty_extractions(conn, document, source.text)
     said = f"{len(stored)} {plural(len(stored), 'chunk')}" if stored else "not chunked"
-    if empty:
+    if empty and not stored:
+        said += "; its text gave no entity and no fact"
+    elif empty:
         numbers = ", ".join(str(e["index"] + 1) for e in empty)
         said += f"; {plural(len(empty), 'chunk')} {numbers} gave no entity and no fact"
     return SyncStatus(source.label, IN_SYNC, doc_id, said, empty)
 
 
-def empty_extractions(conn: Connection, document_id: int) -> list[dict[str, int]]:
+def empty_extractions(
+    conn: Connection, document: dict[str, Any], text: str
+) -> list[dict[str, int]]:
     """The chunks of real text stored whole with no entity and no fact linked to them:
-    those whose extraction found nothing (`index`, `artifact_id`)."""
+    those whose extraction found nothing (`index`, `artifact_id`). A document too short
+    to be chunked (its `text`) is its own one piece."""
+    doc_id = document["id"]
+    if not document["chunk_count"]:
+        if document["pending"] or not real_text(text):
+            return []
+        if graph.entities_for_artifacts(conn, [doc_id]) or graph.edges_for_artifacts(
+            conn, [doc_id]
+        ):
+            return []
+        return [{"index": 0, "artifact_id": doc_id}]
     return [
         {"index": row["chunk_index"], "artifact_id": row["id"]}
-        for row in artifacts.chunks_with_summaries(conn, document_id)
+        for row in artifacts.chunks_with_summaries(conn, doc_id)
         if not row["pending"]
         and not row["entity_links"]
         and not row["edge_links"]

@@ -189,3 +189,23 @@ def test_an_extraction_that_finds_nothing_in_real_text_is_named(gb_cli, online: 
     assert [e["index"] for e in shown["empty_extractions"]] == [0]
     plain = gb(gb_cli, "status", "a.txt", "--chunk-size", "256").stdout
     assert "chunk 1 gave no entity and no fact" in plain
+    assert "no entity" not in gb(gb_cli, "status", "figures.txt", "--chunk-size", "256").stdout
+
+
+def test_a_short_text_that_gives_nothing_is_named_too(gb_cli, online: LLMServer) -> None:
+    """A text too short to be chunked is its own one piece: the same count, the same word."""
+    write("short.txt", story(41, paragraphs=2))
+    online.add_fault(Fault("empty_graph", stage="extract_graph", times=-1))
+
+    line = json.loads(gb(gb_cli, "remember", "short.txt", "--chunk-size", "512", "--json").stdout)
+
+    assert "chunks" not in line, "the text was chunked: the test shows nothing"
+    assert line["empty_extractions"] == [{"index": 0, "artifact_id": line["artifact_id"]}]
+    (shown,) = [
+        json.loads(x)
+        for x in gb(
+            gb_cli, "status", "short.txt", "--chunk-size", "512", "--json"
+        ).stdout.splitlines()
+    ]
+    assert shown["empty_extractions"] == line["empty_extractions"]
+    assert "its text gave no entity and no fact" in shown["detail"]
