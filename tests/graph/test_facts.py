@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gligabao import AmbiguousEntity, Memory
-from tests.support.helpers import DB, configure, gb, rows, write
+from tests.support.helpers import DB, configure, database, gb, rows, write
 
 DOCS = {
     "y2015.txt": (
@@ -419,3 +419,6 @@ def test_a_quote_in_the_overlap_of_two_chunks_is_one_piece_of_evidence(
     assert out.count(where) == 1, out
     shown = json.loads(gb(gb_cli, "why", str(fact["id"]), "--json").stdout)
     assert len(shown["evidence"]) == len(fact["evidence"])
+    with Memory(database()) as memory:  # the library, and gb mcp and gb serve through it
+        why = memory.why(fact["id"])
+    assert [e.as_json() for e in why.evidence] == shown["evidence"]
