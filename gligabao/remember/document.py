@@ -15,7 +15,9 @@ A changed file is cut anew and its chunks matched to its previous version's
 (remember/diff.py): a chunk that is one of them is copied with all it was given, no call
 made; once the new version is whole, the facts only the old one stated are expired.
 Without an endpoint the text and its chunks are stored with the stages still to do
-marked on them, and a later run with one completes exactly those.
+marked on them, and a later run with one completes exactly those. So is a chunk whose
+extraction is cut off at its output limit even when asked in halves down to a floor
+(`_extract`): stored with its summary and vectors, its graph left to do.
 """
 
 from __future__ import annotations
