@@ -168,14 +168,19 @@ class Calls:
         self.served: list[int] = []  # the inferences this run used, made or reused
 
     async def _to_the_end(
-        self, call: Callable[[Flight], Awaitable[_T]], *, contained: bool = False
+        self,
+        call: Callable[[Flight], Awaitable[_T]],
+        *,
+        contained: bool = False,
+        contains_cut_off: bool = False,
     ) -> _T:
         """`call`, carried on to its end if it is cancelled while its request is out: that
         answer is paid for, so it is recorded, and a rerun reuses it. A call not sent
         yet is simply dropped, and one carried on sends no further attempt. When one call
         fails for good, none of the others that has not sent yet is sent: the document has
-        failed (unless the call is `contained`: its caller handles its failure)."""
-        flight = Flight(crew=self._crew, contained=contained)
+        failed (unless the call is `contained`: its caller handles its failure; or
+        `contains_cut_off` and its answer was cut off, which its caller handles)."""
+        flight = Flight(crew=self._crew, contained=contained, contains_cut_off=contains_cut_off)
         self._crew.flights.add(flight)
         task = asyncio.ensure_future(call(flight))
         task.add_done_callback(lambda _: self._crew.flights.discard(flight))
@@ -207,15 +212,22 @@ class Calls:
         if self._carried_on:
             await asyncio.gather(*self._carried_on, return_exceptions=True)
 
+    def asked_before(self, request: ChatRequest) -> bool | None:
+        """Whether ``request`` was answered (True), asked and failed (False), or never
+        asked (None), by this run or an earlier one."""
+        return inferences.asked_before(self.conn, self.llm.request_hash(request))
+
     async def ask(
         self,
         request: ChatRequest,
         *,
         contained: bool = False,
+        contains_cut_off: bool = False,
         on_content: OnContent | None = None,
     ) -> Asked:
         """The answer to ``request``: a stored one if this exact request was answered.
-        A `contained` call's failure does not stop the run's other calls (see _to_the_end);
+        A `contained` call's failure does not stop the run's other calls (see _to_the_end),
+        nor does a `contains_cut_off` call's answer cut off at its output limit;
         `on_content` hears a streamed answer's text as it comes (never a stored one's)."""
         key = self.llm.request_hash(request)
         cached = inferences.find_answer(self.conn, key)
@@ -230,7 +242,9 @@ class Calls:
                 reasoning = self.llm.config.reasoning_for(request.stage)
                 return Asked(value, cached.inference_id, cached.model_name, reasoning)
         return await self._to_the_end(
-            lambda flight: self._ask(request, key, flight, on_content), contained=contained
+            lambda flight: self._ask(request, key, flight, on_content),
+            contained=contained,
+            contains_cut_off=contains_cut_off,
         )
 
     async def _ask(

@@ -3,7 +3,15 @@ chunks``), wherever gb prints a count for a person to read."""
 
 from __future__ import annotations
 
-__all__ = ["counted", "plural"]
+import itertools
+import re
+
+__all__ = ["counted", "plural", "real_text"]
+
+_LETTERS = re.compile(r"[^\W\d_]+")
+# Words of letters a text needs to be prose a model should find something in: a table of
+# figures, a code listing or a licence header short of this may rightly give nothing.
+REAL_TEXT_WORDS = 50
 
 
 def plural(n: float, noun: str, many: str | None = None) -> str:
@@ -24,3 +32,10 @@ def plural(n: float, noun: str, many: str | None = None) -> str:
 def counted(n: int, noun: str, many: str | None = None) -> str:
     """``n`` and its noun, the number plain: ``1 chunk``, ``0 chunks``, ``12 chunks``."""
     return f"{n} {plural(n, noun, many)}"
+
+
+def real_text(text: str) -> bool:
+    """Whether `text` is more than `REAL_TEXT_WORDS` words of letters: a text whose
+    extraction giving no entity and no fact says more about the model than the text."""
+    words = _LETTERS.finditer(text)
+    return next(itertools.islice(words, REAL_TEXT_WORDS, None), None) is not None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from gligabao.base.lines import lines_between, mapped_lines, newline_offsets
@@ -88,6 +88,9 @@ class Evidence:
     # The chunk's pages (a PDF) or messages (a chat export), as `gb_artifacts.locations`;
     # for a web page the quote's lines of its file.
     locations: dict[str, Any] | None = None
+    # Every chunk that states it at this span: two chunks whose overlap holds the quote
+    # give one piece of evidence, not the same place twice. `chunk_id` is the first.
+    chunk_ids: tuple[int, ...] = ()
 
     @property
     def where(self) -> str:
@@ -101,7 +104,9 @@ class Evidence:
         return f"{self.source or f'document {self.document_id}'}:{lines}"
 
     def as_json(self) -> dict[str, Any]:
-        return _shallow(self)
+        shown = _shallow(self)
+        shown["chunk_ids"] = list(self.chunk_ids)  # as JSON reads it back
+        return shown
 
 
 @dataclass(frozen=True)
@@ -286,10 +291,24 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
         for doc, end in reach.items()
     }
     by_edge: dict[int, list[Evidence]] = {}
+    # (fact, document, span) -> its place in by_edge: a span stated by the overlap of two
+    # chunks is one entry, with both chunks on it.
+    seen: dict[tuple[int, int, int, int], int] = {}
     for link in links:
         located = link["quote_start"] is not None
         start = link["quote_start"] if located else link["chunk_start"]
         end = link["quote_end"] if located else link["chunk_end"]
+        listed = by_edge.setdefault(link["edge_id"], [])
+        key = (link["edge_id"], link["document_id"], start, end)
+        if key in seen:
+            kept = listed[seen[key]]
+            listed[seen[key]] = replace(
+                kept,
+                chunk_ids=(*kept.chunk_ids, link["chunk_id"]),
+                exact=kept.exact or (bool(link["exact"]) and located),
+            )
+            continue
+        seen[key] = len(listed)
         where = stored_locations(link)
         # A web page's quote is cited by the lines of its file, through the chunk's map.
         mapped = mapped_lines(where.get("line_map"), start, end) or where.get("lines")
@@ -297,7 +316,7 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
         shown = locations_of(link)
         if mapped:
             shown["lines"] = [first, last]
-        by_edge.setdefault(link["edge_id"], []).append(
+        listed.append(
             Evidence(
                 document_id=link["document_id"],
                 chunk_id=link["chunk_id"],
@@ -309,6 +328,7 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
                 quote=link["quote"],
                 exact=bool(link["exact"]) and located,
                 locations=shown or None,
+                chunk_ids=(link["chunk_id"],),
             )
         )
     return [

@@ -58,7 +58,14 @@ from gligabao.llm.endpoint import (
 from gligabao.llm.float32 import Float32
 from gligabao.llm.limiter import NORMAL, URGENT, Limiter, Slot
 from gligabao.llm.prompts import ChatRequest
-from gligabao.llm.schema import SchemaMismatch, TooDeep, checked, parse_answer, repaired
+from gligabao.llm.schema import (
+    SchemaMismatch,
+    TooDeep,
+    checked,
+    only_reasoning,
+    parse_answer,
+    repaired,
+)
 from gligabao.llm.split import InputLimit, Plan, combine
 from gligabao.llm.streaming import Assembled, NoEvents, OnContent
 
@@ -95,6 +102,8 @@ _REFUSALS = (
 # of this run is sent again in its turn without using up a retry, this many times at most.
 BUSY_WAITS = 8
 _STREAM_WORD = re.compile(r"\bstream(?:ing|ed)?\b")
+# Said after the text when an answer was only reasoning: the one retry asks for the JSON.
+JSON_ALONE = "\n\nAnswer with the JSON object alone: no reasoning and no <think> block before it."
 _T = TypeVar("_T")
 
 
@@ -370,9 +379,10 @@ class LLM:
         bad_answers = 0
         paid: Inference | None = None  # what the unusable answers so far cost
         attempt = _attempts(on_content)
+        json_alone = False  # the last answer was only reasoning: ask for the JSON alone
         while True:
             lenient = self._lenient
-            kwargs = self._chat_kwargs(request, model, reasoning, lenient)
+            kwargs = self._chat_kwargs(request, model, reasoning, lenient, json_alone)
             try:
                 response, tries, duration_ms = await self._call(
                     stage,
@@ -399,6 +409,7 @@ class LLM:
             if retry and bad_answers < self.answer_retries:
                 bad_answers += 1
                 paid = inference
+                json_alone = json_alone or _only_reasoning(response)
                 log.info("%s (%s): %s; asking again", stage, model, problem)
                 continue
             choices = getattr(response, "choices", None) or []
@@ -406,11 +417,20 @@ class LLM:
             raise LLMError(stage, model, problem, inference=inference, cut_off=cut_off)
 
     def _chat_kwargs(
-        self, request: ChatRequest, model: str, reasoning: str, lenient: bool
+        self,
+        request: ChatRequest,
+        model: str,
+        reasoning: str,
+        lenient: bool,
+        json_alone: bool = False,
     ) -> dict[str, Any]:
+        messages = _prompt_mode(request) if lenient else [dict(m) for m in request.messages]
+        if json_alone and messages[-1].get("role") == "user":
+            # In the last message, not a new one: its tags stay where a server finds them.
+            messages[-1]["content"] = messages[-1]["content"] + JSON_ALONE
         kwargs: dict[str, Any] = {
             "model": model,
-            "messages": _prompt_mode(request) if lenient else [dict(m) for m in request.messages],
+            "messages": messages,
             self._max_tokens_param: output_limit(request, reasoning),
         }
         if reasoning != "none":  # 'none' sends nothing: most models take no such parameter
@@ -527,6 +547,8 @@ class LLM:
         except TooDeep:
             return {}, "the answer is JSON nested too deeply to read", True
         except ValueError:
+            if only_reasoning(content):
+                return {}, "the answer was only reasoning, no JSON after its <think> block", True
             excerpt = one_line(self.scrub(content), 80)
             return {}, f"the answer is not valid JSON ({excerpt})", True
         try:
@@ -890,6 +912,14 @@ def _attempts(on_content: OnContent | None) -> Callable[[], OnContent | None]:
         return on_content
 
     return attempt
+
+
+def _only_reasoning(response: Any) -> bool:
+    """Whether a chat response's answer is reasoning alone, no JSON after it."""
+    choices = getattr(response, "choices", None) or []
+    if not choices or choices[0].finish_reason == "length":
+        return False
+    return only_reasoning(getattr(choices[0].message, "content", None) or "")
 
 
 def _failed(flight: Flight | None, exc: LLMError) -> None:

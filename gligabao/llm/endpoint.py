@@ -192,10 +192,12 @@ class Flight:
     stopped: bool = False
     crew: Crew | None = field(default=None, repr=False)
     contained: bool = False  # its failure is its caller's to handle: the crew goes on
+    # Only its being cut off at the output limit is its caller's (asked again in parts).
+    contains_cut_off: bool = False
 
     def fail(self, error: LLMError) -> None:
         """This call failed for good: its crew's calls not yet sending are stopped."""
-        if self.crew is None or self.contained:
+        if self.crew is None or self.contained or (self.contains_cut_off and error.cut_off):
             return
         self.crew.failure = self.crew.failure or error
         for other in self.crew.flights:

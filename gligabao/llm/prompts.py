@@ -22,6 +22,7 @@ from typing import Any
 __all__ = [
     "ANSWER_SCHEMA",
     "CONTEXTUALIZE_SCHEMA",
+    "EXTRACT_GRAPH_ANSWER_SCHEMA",
     "EXTRACT_GRAPH_SCHEMA",
     "PSEUDO_QUERY_SCHEMA",
     "RERANK_SCHEMA",
@@ -52,6 +53,9 @@ class ChatRequest:
     # small local one that ran into a loop of repeats often ends the next answer well. Not
     # for a batch whose caller asks again in smaller parts instead (resolve).
     retry_cut_off: bool = True
+    # What an answer is checked against when it may hold less than the strict schema sent
+    # asks for (None: the schema itself). Not part of the request's hash.
+    answer_schema: dict[str, Any] | None = None
 
 
 def _obj(**properties: Any) -> dict[str, Any]:
@@ -84,6 +88,21 @@ EXTRACT_GRAPH_SCHEMA = _obj(
             valid_at=_NULLABLE_STR,
             invalid_at=_NULLABLE_STR,
         )
+    ),
+)
+# A fact whose model left out its quote is kept, with its chunk standing as its evidence
+# (as a quote that cannot be found does): the strict schema sent still asks for it.
+EXTRACT_GRAPH_ANSWER_SCHEMA = _obj(
+    entities=EXTRACT_GRAPH_SCHEMA["properties"]["entities"],
+    edges=_array(
+        {
+            **EXTRACT_GRAPH_SCHEMA["properties"]["edges"]["items"],
+            "required": [
+                key
+                for key in EXTRACT_GRAPH_SCHEMA["properties"]["edges"]["items"]["required"]
+                if key != "quote"
+            ],
+        }
     ),
 )
 SUMMARIZE_SCHEMA = _obj(summary=_STR)
@@ -143,6 +162,7 @@ def extract_graph_request(text: str, reference_time: datetime | str) -> ChatRequ
         ),
         schema_name="extract_graph",
         schema=EXTRACT_GRAPH_SCHEMA,
+        answer_schema=EXTRACT_GRAPH_ANSWER_SCHEMA,
         # About twice the text's tokens (a character is ~1/4 token): a dense chunk fits, and a
         # short one does not ask a small-context local server for room it does not have.
         max_output_tokens=min(8192, max(2048, len(text) // 2)),

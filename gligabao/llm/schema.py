@@ -20,6 +20,7 @@ __all__ = [
     "TooDeep",
     "checked",
     "load_answer",
+    "only_reasoning",
     "parse_answer",
     "parse_lenient",
     "repaired",
@@ -116,6 +117,15 @@ def parse_lenient(text: str) -> Any:
     raise ValueError("no JSON object in the answer")
 
 
+def only_reasoning(text: str) -> bool:
+    """Whether an answer is a <think> block with no JSON object after it: a reasoning
+    model that spent its answer thinking, to be asked for the JSON alone."""
+    if "</think>" not in text.lower():
+        return False
+    after = re.split(r"</think>", text, flags=re.IGNORECASE)[-1]
+    return "{" not in after
+
+
 def parse_answer(text: str, lenient: bool) -> Any:
     """JSON from a model; strict first unless `lenient`. Raises ValueError (TooDeep when
     it is nested too deeply to parse)."""
@@ -145,7 +155,7 @@ def repaired(value: Any) -> Any:
 def checked(request: ChatRequest, value: Any) -> dict[str, Any]:
     """The answer if it fits the request's schema and checks; raises ValueError
     (SchemaMismatch when it is the schema)."""
-    validate(value, request.schema)
+    validate(value, request.answer_schema or request.schema)
     problem = check_answer(request.stage, value)
     if problem:
         raise ValueError(problem)

@@ -21,7 +21,7 @@ from gligabao.chunk import ESTIMATOR, split_text
 from gligabao.llm.endpoint import TooLarge
 from gligabao.llm.float32 import Float32
 
-__all__ = ["InputLimit", "Plan", "combine"]
+__all__ = ["HALVING_FLOOR", "InputLimit", "Plan", "combine", "halves"]
 
 # A piece is planned at this share of the limit: the estimate is not the server's count.
 _MARGIN = 0.85
@@ -95,6 +95,27 @@ class InputLimit:
             return False  # nothing smaller than what was refused can be planned
         self.version += 1
         return True
+
+
+# Tokens: a text this short whose answer is still cut off is not halved again. The model
+# loops, whatever it is given; smaller parts would only lose what ties the text together.
+HALVING_FLOOR = 64
+
+
+def halves(text: str) -> tuple[str, str] | None:
+    """``text`` as two parts to be asked about one at a time, when an answer for all of it
+    runs past its output limit: cut by the chunker's own rules (paragraphs, then
+    sentences, then words) at the boundary nearest its middle. None when it is at the
+    floor (`HALVING_FLOOR`) or has no boundary to cut at."""
+    tokens = ESTIMATOR.count(text)
+    if tokens <= HALVING_FLOOR:
+        return None
+    pieces = split_text(text, chunk_size=max(_SMALLEST, (tokens + 1) // 2), overlap_percent=0)
+    cuts = [p.start for p in pieces[1:] if text[: p.start].strip() and text[p.start :].strip()]
+    if not cuts:
+        return None
+    cut = min(cuts, key=lambda at: abs(2 * at - len(text)))
+    return text[:cut], text[cut:]
 
 
 def combine(vectors: Sequence[Float32]) -> Float32:

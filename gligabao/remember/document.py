@@ -15,7 +15,9 @@ A changed file is cut anew and its chunks matched to its previous version's
 (remember/diff.py): a chunk that is one of them is copied with all it was given, no call
 made; once the new version is whole, the facts only the old one stated are expired.
 Without an endpoint the text and its chunks are stored with the stages still to do
-marked on them, and a later run with one completes exactly those.
+marked on them, and a later run with one completes exactly those. So is a chunk whose
+extraction is cut off at its output limit even when asked in halves down to a floor
+(`_extract`): stored with its summary and vectors, its graph left to do.
 """
 
 from __future__ import annotations
@@ -30,20 +32,21 @@ from typing import TYPE_CHECKING, Any
 
 from gligabao.base.lines import LineIndex
 from gligabao.base.stopping import Stop
-from gligabao.base.words import plural
+from gligabao.base.words import plural, real_text
 from gligabao.calls import Budget, Calls, Spend
-from gligabao.chunk import ChunkSettings, get_tokenizer
+from gligabao.chunk import ESTIMATOR, ChunkSettings, get_tokenizer
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError, Stopped, UsageError
 from gligabao.llm import (
     EMBED_STAGE,
+    ChatRequest,
     LLMError,
     contextualize_chunk_request,
     extract_graph_request,
     resolve_request,
     summarize_chunk_request,
 )
-from gligabao.llm.split import combine
+from gligabao.llm.split import combine, halves
 from gligabao.read.sources import Source
 from gligabao.remember import diff
 from gligabao.remember.cut import chunk_lines, cut_source, said_when
@@ -91,6 +94,21 @@ EMBED_ONLY_NOTICE = (
 )
 EMBED_BATCH = 64  # chunk texts per embeddings request in an embed-only run
 CLAIM_POLL_S = 0.25  # how often a run waiting on another's claim looks again
+
+
+class GraphLeft(GbError):
+    """A chunk's extraction was cut off at its output limit even in its smallest parts:
+    its graph is left to do, the rest of it stored."""
+
+
+def empty_notice(model: str) -> str:
+    """The warning of a run whose extraction found nothing in some chunk of real text: one
+    a run, whatever the documents, since it is about the model."""
+    return (
+        f"extract_graph ({model}) found no entity and no fact in some chunks of real text "
+        "(empty_extractions in --json; gb status names them): the model may be too small "
+        "to extract a graph"
+    )
 
 
 class ChunkFailed(GbError):
@@ -365,6 +383,7 @@ class _Run:
             row = stored.get(piece.index) if piece.chunk is not None else document
             left = artifacts.pending_stages(row) if row is not None else []
             piece.chunk_embedded = bool(left) and EMBED_STAGE not in left
+            piece.summary_stored = bool(left) and "summarize_chunk" not in left
         self.reused = self._diff(document, result, todo)
         fetch = [p for p in todo if p.index not in self.reused]
         stages = self._stages()
@@ -589,8 +608,22 @@ class _Run:
         async def extract(piece: Piece) -> None:
             # A chat chunk's relative dates count from its first message's time.
             said_at = said_when(piece.chunk) or reference
-            asked = await ask(piece, extract_graph_request(piece.text, said_at))
-            piece.extraction = got = Extraction.from_answer(asked.value)
+            try:
+                value = await self._extract(piece, piece.text, said_at, n)
+            except GraphLeft as left:
+                piece.graph_left = str(left)
+                value = {"entities": [], "edges": []}
+                self.step("graph_left", f"{left}; left to do{_of(piece, n)}")
+            except LLMError as exc:  # name the input and the chunk, not only the call
+                where = f"chunk {piece.index + 1} of {n}: " if piece.chunk is not None else ""
+                raise FetchFailed(self.source.name, where, str(exc)) from exc
+            piece.extraction = got = Extraction.from_answer(value)
+            piece.empty_extraction = (
+                piece.graph_left is None
+                and not got.entities
+                and not got.edges
+                and real_text(piece.text)
+            )
             unreadable = (
                 f", {got.unreadable_dates} {plural(got.unreadable_dates, 'date')} unreadable "
                 "(stored unknown)"
@@ -632,7 +665,7 @@ class _Run:
 
         async def fetch(piece: Piece) -> None:
             jobs = [extract(piece)]
-            if piece.chunk is not None:
+            if piece.chunk is not None and not piece.summary_stored:
                 jobs.append(summarize(piece))
                 if contextual:
                     jobs.append(contextualize(piece))
@@ -645,6 +678,61 @@ class _Run:
         except BaseException as exc:
             await self._stop(self.embedding.values(), exc)
             raise
+
+    async def _extract(self, piece: Piece, text: str, said_at: str, n: int) -> dict[str, Any]:
+        """The extraction of ``text``. One cut off at its output limit after its retry (a
+        small model that rambles on a dense chunk) is asked again as two halves of it, as
+        a resolve batch is, down to `HALVING_FLOOR`; each half its own request, recorded
+        and reused by a rerun like any other, its facts the chunk's. A text an earlier
+        run had to halve goes to its halves at once. Raises GraphLeft when even a part at
+        the floor is cut off."""
+        request = extract_graph_request(text, said_at)
+        if self._halved_before(request, text, said_at):
+            parts = halves(text)
+        else:
+            try:
+                return (await self.calls.ask(request, contains_cut_off=True)).value
+            except LLMError as exc:
+                if not exc.cut_off:
+                    raise
+                parts = halves(text)
+                if parts is None:
+                    tokens = ESTIMATOR.count(text)
+                    raise GraphLeft(
+                        f"{exc.stage} ({exc.model}): the answer was cut off at its output "
+                        f"limit even for {tokens} {plural(tokens, 'token')} of the chunk"
+                    ) from exc
+            # Its own step: progress counts each chunk's one "extract_graph" step.
+            self.step("extract_halved", f"the answer was cut off; halved{_of(piece, n)}")
+        assert parts is not None
+        done = await asyncio.gather(
+            *(self._extract(piece, part, said_at, n) for part in parts),
+            return_exceptions=True,  # both halves are asked (and kept) either way
+        )
+        answers = []
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            answers.append(outcome)
+        return {
+            "entities": [e for value in answers for e in value["entities"]],
+            "edges": [e for value in answers for e in value["edges"]],
+        }
+
+    def _halved_before(self, request: ChatRequest, text: str, said_at: str) -> bool:
+        """Whether an earlier run asked for ``text`` without an answer, then for parts of
+        it: it was cut off then, and asking for all of it again would pay for that again."""
+        if self.calls.asked_before(request) is not False:
+            return False
+        return self._parts_asked(text, said_at)
+
+    def _parts_asked(self, text: str, said_at: str) -> bool:
+        parts = halves(text)
+        for part in parts or ():
+            asked = self.calls.asked_before(extract_graph_request(part, said_at))
+            if asked or (asked is False and self._parts_asked(part, said_at)):
+                return True
+        return False
 
     # ---- store
 
@@ -661,6 +749,7 @@ class _Run:
                 resolving[plan.index] = task
         embedding = self.embedding
         written: list[Written] = []
+        stored_pieces: list[Piece] = []  # written's pieces, in its order
         try:
             if document is None:
                 document = self._store_parent(result, pending=())
@@ -701,6 +790,7 @@ class _Run:
                 # request sent before this store holds the loop again.
                 await _network_turn()
                 written.append(writer.store(piece))
+                stored_pieces.append(piece)
                 self.step(
                     "store_artifact",
                     f"artifact {written[-1].artifact_id}{_of(piece, n)}",
@@ -709,10 +799,31 @@ class _Run:
         except BaseException as exc:
             await self._stop([*resolving.values(), *embedding.values()], exc)
             raise
-        artifacts.set_pending(self.conn, document["id"], ())
-        document = self._complete(document, whole=True)
+        left = [p for p in todo if p.graph_left]
+        artifacts.set_pending(self.conn, document["id"], ("extract_graph",) if left else ())
+        # Facts only an older version stated expire once this one's graph is all stored.
+        document = self._complete(document, whole=not left)
         status = "remembered" if not todo or len(todo) == max(n, 1) else "completed"
-        return self._remembered(document, written, status)
+        done = self._remembered(document, written, PENDING if left else status)
+        by_index = {p.index: w.artifact_id for p, w in zip(stored_pieces, written, strict=True)}
+        if left:
+            done.response["graph_left"] = [
+                {"index": p.index, "artifact_id": by_index[p.index], "reason": p.graph_left}
+                for p in left
+            ]
+            said = ", ".join(str(p.index + 1) for p in left)
+            done.notices.append(
+                f"{self.source.name}: the graph of {plural(len(left), 'chunk')} {said} of "
+                f"{max(n, 1)} is left to do ({left[0].graph_left}); the rest is stored: "
+                "run the same command again to complete it"
+            )
+        empty = [p for p in todo if p.empty_extraction]
+        if empty:
+            done.response["empty_extractions"] = [
+                {"index": p.index, "artifact_id": by_index[p.index]} for p in empty
+            ]
+            done.notices.append(empty_notice(self.config.model_for("extract_graph")))
+        return done
 
     async def _stop(self, tasks, exc: BaseException) -> None:
         """Cancel `tasks`. After a failure (not when the run itself is cancelled, as by
@@ -749,7 +860,7 @@ class _Run:
         for j, edge in enumerate(piece.extraction.edges):
             keys.append(f"edge:{j}")
             texts.append(edge.fact)
-        if piece.chunk is not None:
+        if piece.chunk is not None and not piece.summary_stored:
             keys.append("summary")
             texts.append(piece.summary or "")
         if not piece.chunk_embedded:  # else stored by an embed-only run: not asked again

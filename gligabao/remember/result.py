@@ -18,7 +18,9 @@ __all__ = ["FAILED", "LEFT", "PENDING", "Remembered"]
 
 LEFT = "left"  # not started, or stopped, because of --max-cost
 FAILED = "failed"
-PENDING = "pending"  # stored as offline because the endpoint could not be reached
+# Stored with stages left to do: the endpoint could not be reached, or a chunk's
+# extraction was cut off even in its smallest parts. A later run completes it.
+PENDING = "pending"
 
 
 @dataclass

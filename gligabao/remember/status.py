@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from gligabao.base.words import plural
+from gligabao.base.words import plural, real_text
 from gligabao.chunk import ChunkSettings, Cut
 from gligabao.read.files import shown_name
 from gligabao.read.sources import Source
 from gligabao.remember import diff
 from gligabao.remember.cut import cut_source
-from gligabao.store import Connection, artifacts, datasets, peek_db, versions
+from gligabao.store import Connection, artifacts, datasets, graph, peek_db, versions
 from gligabao.store.db import transaction
 from gligabao.store.opening import DEFAULT_SCHEMA
 
@@ -50,6 +50,9 @@ class SyncStatus:
     state: str
     document_id: int | None
     detail: str
+    # The chunks of real text whose extraction gave no entity and no fact (`index`,
+    # `artifact_id`): stored whole, but a sign the model was too small for the graph.
+    empty_extractions: list[dict[str, int]] = field(default_factory=list)
 
 
 def still_to_do(document: dict[str, Any], stages: Iterable[str] = ALL_STAGES) -> list[str]:
@@ -88,12 +91,39 @@ def sync_status(
             f"stored {len(stored)} {plural(len(stored), 'chunk')}; the current settings cut "
             f"{len(current)}",
         )
-    return SyncStatus(
-        source.label,
-        IN_SYNC,
-        doc_id,
-        f"{len(stored)} {plural(len(stored), 'chunk')}" if stored else "not chunked",
-    )
+    empty = empty_extractions(conn, document, source.text)
+    said = f"{len(stored)} {plural(len(stored), 'chunk')}" if stored else "not chunked"
+    if empty and not stored:
+        said += "; its text gave no entity and no fact"
+    elif empty:
+        numbers = ", ".join(str(e["index"] + 1) for e in empty)
+        said += f"; {plural(len(empty), 'chunk')} {numbers} gave no entity and no fact"
+    return SyncStatus(source.label, IN_SYNC, doc_id, said, empty)
+
+
+def empty_extractions(
+    conn: Connection, document: dict[str, Any], text: str
+) -> list[dict[str, int]]:
+    """The chunks of real text stored whole with no entity and no fact linked to them:
+    those whose extraction found nothing (`index`, `artifact_id`). A document too short
+    to be chunked (its `text`) is its own one piece."""
+    doc_id = document["id"]
+    if not document["chunk_count"]:
+        if document["pending"] or not real_text(text):
+            return []
+        if graph.entities_for_artifacts(conn, [doc_id]) or graph.edges_for_artifacts(
+            conn, [doc_id]
+        ):
+            return []
+        return [{"index": 0, "artifact_id": doc_id}]
+    return [
+        {"index": row["chunk_index"], "artifact_id": row["id"]}
+        for row in artifacts.chunks_with_summaries(conn, doc_id)
+        if not row["pending"]
+        and not row["entity_links"]
+        and not row["edge_links"]
+        and real_text(row["text"])
+    ]
 
 
 def _changed(

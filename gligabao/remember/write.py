@@ -66,6 +66,14 @@ class Piece:
     # Its chunk vectors are stored already (an embed-only run): completing it embeds only
     # the new texts (entities, edges, summary), not the chunk again.
     chunk_embedded: bool = False
+    # Its summary (and context) are stored already (a run that left its graph to do):
+    # completing it stores its graph, and embeds only the graph's new texts.
+    summary_stored: bool = False
+    # Why its graph is left to do (its extraction cut off even in the smallest parts):
+    # it is stored without, the stage pending on it, for a later run.
+    graph_left: str | None = None
+    # Its extraction gave no entity and no fact from a text of real prose.
+    empty_extraction: bool = False
     # float32, as stored: one a key, but "chunk" has a list, one a piece of its text.
     vectors: dict[str, Float32 | list[Float32]] = field(default_factory=dict)
 
@@ -138,7 +146,7 @@ class Writer:
                         lines=chunk_lines(piece.chunk, self.lines),
                     )
                 )
-                if piece.situating:
+                if piece.situating and not piece.summary_stored:
                     artifacts.insert_derived(
                         self.conn,
                         chunk_id=artifact_id,
@@ -155,17 +163,19 @@ class Writer:
                         self.dataset_id,
                     )
                 pause("chunk-row", piece, doc["id"])
-                summary_id = artifacts.insert_summary(
-                    self.conn,
-                    chunk_id=artifact_id,
-                    text=piece.summary or "",
-                    inference_id=piece.summary_inference,
-                )
+                if not piece.summary_stored:
+                    summary_id = artifacts.insert_summary(
+                        self.conn,
+                        chunk_id=artifact_id,
+                        text=piece.summary or "",
+                        inference_id=piece.summary_inference,
+                    )
             entities, new_entities = self._entities(piece, plan, artifact_id, session)
             edges, invalidated, new_edges = self._edges(piece, plan, artifact_id, session)
             pause("chunk-graph", piece, doc["id"])
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
-            artifacts.set_pending(self.conn, artifact_id, ())
+            left = ("extract_graph",) if piece.graph_left else ()
+            artifacts.set_pending(self.conn, artifact_id, left)
             pause("chunk-commit", piece, doc["id"])
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
 
@@ -278,9 +288,10 @@ class Writer:
             index = piece.chunk.index
             if "chunk" in got:  # else kept from an embed-only run
                 rows["chunks"] += vectors.chunk_rows(artifact_id, doc_id, index, got["chunk"])
-            rows["summaries"].append(
-                vectors.summary_row(summary_id, artifact_id, doc_id, index, got["summary"])
-            )
+            if summary_id is not None:  # else stored with its vector by an earlier run
+                rows["summaries"].append(
+                    vectors.summary_row(summary_id, artifact_id, doc_id, index, got["summary"])
+                )
         elif "chunk" in got:  # a document too short to chunk: its own vector
             rows["chunks"] += vectors.chunk_rows(doc_id, doc_id, 0, got["chunk"])
         for index, index_rows in rows.items():

@@ -19,6 +19,7 @@ from gligabao.store.db import insert, now_iso, query, query_one, scalar, transac
 __all__ = [
     "REASONING_LEVELS",
     "CachedAnswer",
+    "asked_before",
     "find_answer",
     "get_inference",
     "list_inferences",
@@ -106,6 +107,20 @@ def find_answer(conn: Connection, request_hash: str) -> CachedAnswer | None:
         (request_hash,),
     )
     return None if row is None else CachedAnswer(row["id"], row["answer"], row["name"])
+
+
+def asked_before(conn: Connection, request_hash: str) -> bool | None:
+    """Whether a request with this hash was answered (True), asked with no answer kept
+    (False: it failed), or never asked (None)."""
+    row = query_one(
+        conn,
+        """SELECT count(answer) AS answered, count(*) AS asked FROM gb_inferences
+           WHERE request_hash = ?""",
+        (request_hash,),
+    )
+    if row is None or not row["asked"]:
+        return None
+    return bool(row["answered"])
 
 
 _COLUMNS = """i.id, i.stage, m.name AS model, i.reasoning, i.input_tokens, i.output_tokens,

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from gligabao import AmbiguousEntity, Memory
-from tests.support.helpers import DB, configure, gb, rows, write
+from tests.support.helpers import DB, configure, database, gb, rows, write
 
 DOCS = {
     "y2015.txt": (
@@ -391,3 +391,34 @@ def test_a_name_that_matches_on_common_or_some_words_is_no_entity(gb_cli, online
     assert "Select All" in gb(gb_cli, "facts", "--about", "the all", code=1).stderr
     with Memory(DB) as memory, pytest.raises(AmbiguousEntity):  # as gb mcp's entity asks
         memory.entity("nobody at all")
+
+
+def test_a_quote_in_the_overlap_of_two_chunks_is_one_piece_of_evidence(
+    gb_cli, backend, online
+) -> None:
+    """Two chunks that share a sentence through their overlap both state its fact: `gb
+    why` lists the place once, with both chunks kept on it, on either store."""
+    names = ["Alice Moreau", "Bruno Tanaka", "Chiara Okafor", "Dario Rossi", "Elena Petrova"]
+    said = []
+    for i in range(len(names)):
+        a, b, c = names[i], names[(i + 1) % 5], names[(i + 3) % 5]
+        said.append(f"{a} hired {b} in Oslo. {b} thanked {c} warmly.")
+    write("overlap.txt", " ".join(said) + "\n")
+    gb(gb_cli, "remember", "overlap.txt", "--chunk-size", "40", "--overlap", "50", "--quiet")
+    facts = _facts(gb_cli, "--all", "-k", "100")
+    for fact in facts:
+        places = [(e["start_offset"], e["end_offset"]) for e in fact["evidence"]]
+        assert len(places) == len(set(places)), fact
+    shared = [f for f in facts if any(len(e["chunk_ids"]) > 1 for e in f["evidence"])]
+    assert shared, "no quote sits in an overlap: the test shows nothing"
+    fact = shared[0]
+    (ev,) = [e for e in fact["evidence"] if len(e["chunk_ids"]) > 1]
+    assert ev["chunk_id"] == ev["chunk_ids"][0] and len(set(ev["chunk_ids"])) == 2
+    out = gb(gb_cli, "why", str(fact["id"])).stdout
+    where = f"overlap.txt:{ev['line_start']}"
+    assert out.count(where) == 1, out
+    shown = json.loads(gb(gb_cli, "why", str(fact["id"]), "--json").stdout)
+    assert len(shown["evidence"]) == len(fact["evidence"])
+    with Memory(database()) as memory:  # the library, and gb mcp and gb serve through it
+        why = memory.why(fact["id"])
+    assert [e.as_json() for e in why.evidence] == shown["evidence"]

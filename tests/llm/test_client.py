@@ -34,7 +34,8 @@ from gligabao.llm import (
     summarize_chunk_request,
     validate,
 )
-from gligabao.llm.client import REASONING_HEADROOM
+from gligabao.llm.client import JSON_ALONE, REASONING_HEADROOM
+from gligabao.llm.schema import checked
 from tests.support.helpers import serving
 from tests.support.llm_server import Fault, Hold, LLMServer, answer_model
 
@@ -408,6 +409,44 @@ def test_a_truncated_resolve_answer_is_not_asked_again(srv: LLMServer) -> None:
     with pytest.raises(LLMError) as caught:
         run(chat(make_llm(srv), request))
     assert caught.value.cut_off and len(srv.requests) == 1
+
+
+def test_an_answer_that_is_only_reasoning_is_asked_once_for_the_json_alone(
+    srv: LLMServer,
+) -> None:
+    srv.add_fault(Fault(kind="think_only", stage="extract_graph", times=1))
+    answer = run(chat(make_llm(srv), extract_graph_request(CHUNK, "2024-01-01T00:00:00Z")))
+    assert answer.value["edges"] and answer.value["entities"]
+    first, second = srv.requests
+    assert first.fault == "think_only" and second.fault is None
+    assert "JSON object alone" not in json.dumps(first.body)
+    assert second.body["messages"][-1]["content"].endswith(JSON_ALONE)
+    assert "<text>" in second.body["messages"][-1]["content"]  # the text is still there
+
+
+def test_an_answer_that_is_only_reasoning_twice_is_a_clear_error(srv: LLMServer) -> None:
+    srv.add_fault(Fault(kind="think_only", stage="extract_graph", times=-1))
+    with pytest.raises(LLMError) as caught:
+        run(chat(make_llm(srv), extract_graph_request(CHUNK, "2024-01-01T00:00:00Z")))
+    assert "only reasoning, no JSON after its <think> block" in str(caught.value)
+    assert len(srv.requests) == 2
+
+
+def test_facts_without_their_quotes_are_an_answer(srv: LLMServer) -> None:
+    """A quote is evidence, not a condition of the fact: an answer that leaves it out
+    is taken (each fact's chunk stands for its evidence); the other checks hold."""
+    srv.add_fault(Fault(kind="no_quotes", stage="extract_graph", times=1))
+    answer = run(chat(make_llm(srv), extract_graph_request(CHUNK, "2024-01-01T00:00:00Z")))
+    assert answer.value["edges"] and all("quote" not in e for e in answer.value["edges"])
+    assert len(srv.requests) == 1
+    request = extract_graph_request(CHUNK, "2024-01-01T00:00:00Z")
+    sent = request.schema["properties"]["edges"]["items"]
+    assert "quote" in sent["required"]  # strict structured output asks for it all the same
+    edge = {"source": "A", "target": "B", "relation": "R", "fact": "F", "quote": "q"}
+    for missing in ("fact", "valid_at"):
+        value = {"entities": [], "edges": [{k: v for k, v in edge.items() if k != missing}]}
+        with pytest.raises(ValueError, match=f"missing '{missing}'"):
+            checked(request, value)
 
 
 @pytest.mark.parametrize(

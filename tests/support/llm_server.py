@@ -115,6 +115,9 @@ FAULT_KINDS = (
     "deep_body",  # the whole response body nested thousands deep
     "surrogates",  # chat: a lone surrogate ("\\udc80") in the answer's first string
     "cut_stream",  # chat: a streamed answer's connection closed halfway through
+    "think_only",  # chat: only a <think> block, no JSON after it (a small reasoning model)
+    "no_quotes",  # extract_graph: the edges without their "quote"
+    "empty_graph",  # extract_graph: no entity and no fact, whatever the text
     "nan_vector",  # embeddings: the last vector (a chunk's: its summary's) all NaN
     "null_vector",  # ...all null (how llama.cpp writes NaN)
     "zero_vector",  # ...all zeros
@@ -752,6 +755,10 @@ class LLMServer:
         self.ignores_stream = False
         self.takes_stream_options = True
         self.faults: list[Fault] = []
+        # Stage -> characters: an answer for a longer input (the stage's tagged text: an
+        # extraction's <text>) is cut off at half, finish_reason "length", as a small model
+        # that rambles past its output limit on long chunks only.
+        self.cut_off_over: dict[str, int] = {}
         # The answer stage's answer, if not `answer`: f(question, answer_sources(...)).
         self.answer_with: Callable[[str, dict[int, tuple[str, str]]], dict[str, Any]] | None = None
         self.holds: list[Hold] = []
@@ -916,6 +923,7 @@ class LLMServer:
             self._changed.notify_all()
             self.faults.clear()
             self.answer_with = None
+            self.cut_off_over = {}
             self.requests.clear()
             self.generations.clear()
             self._first_contents.clear()
@@ -1436,6 +1444,16 @@ class LLMServer:
             raise _Reply(400, "resolve: <items> must hold a JSON object", "invalid_request_error")
         return resolve(items)
 
+    def _cut_off(self, stage: str, messages: list[dict[str, Any]]) -> bool:
+        """Whether the answer is to be cut off for its input's length (`cut_off_over`)."""
+        most = self.cut_off_over.get(stage)
+        if most is None:
+            return False
+        tag = {"extract_graph": "text", "summarize_chunk": "chunk", "resolve": "items"}
+        last_user = self._last_user(messages)
+        given = _tag(last_user, tag.get(stage, "")) if stage in tag else None
+        return len((given if given is not None else last_user).strip()) > most
+
     def _cached_tokens(self, first: str) -> int:
         with self._lock:
             best = 0
@@ -1535,6 +1553,17 @@ class LLMServer:
             finish = "length"
         elif fault is not None and fault.kind == "empty":
             content = ""
+        elif fault is not None and fault.kind == "think_only":
+            content = "<think>The text names people; I should list them, then the facts.</think>"
+        elif fault is not None and fault.kind == "no_quotes":
+            for edge in answer.get("edges", ()):
+                edge.pop("quote", None)
+            content = json.dumps(answer, ensure_ascii=False)
+        elif fault is not None and fault.kind == "empty_graph":
+            content = json.dumps({"entities": [], "edges": []})
+        elif self._cut_off(stage, messages):
+            content = content[: max(1, len(content) // 2)]
+            finish = "length"
         elif fault is not None and fault.kind == "invalid":
             content = json.dumps({"unexpected": True})
         elif not self.structured_outputs:
