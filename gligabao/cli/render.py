@@ -967,12 +967,18 @@ def tuning_table(tuning: Any) -> None:
         title_style="bold",
     )
     ks = list(next(iter(tuning.failures.values())))
-    for column in ("vector weight", *(f"fail@{k}" for k in ks), ""):
+    for column in ("vector weight", *(f"fail@{k}" for k in ks), "MRR@20", ""):
         table.add_column(column, justify="right", no_wrap=True)
     for weight, by_k in tuning.failures.items():
         mark = "learnt" if weight == tuning.weight else ""
         mark += " (was)" if weight == tuning.previous and weight != tuning.weight else ""
-        cells = [f"{weight:.2f}", *(_percent(by_k[k] / tuning.queries) for k in ks), mark]
+        mrr = tuning.mrr.get(weight)
+        cells = [
+            f"{weight:.2f}",
+            *(_percent(by_k[k] / tuning.queries) for k in ks),
+            "" if mrr is None else f"{mrr:.3f}",
+            mark,
+        ]
         table.add_row(*(_text(c) for c in cells))
     emit(table, heading=True)
 

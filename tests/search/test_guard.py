@@ -75,3 +75,22 @@ def test_the_ends_of_the_scale_stay_what_they_are():
     found = _candidates(vector_order, SEPARATED, CLEAR)
     assert _order(found, Fusion(vector_weight=1.0))[:20] == vector_order[:20]
     assert _order(found, Fusion(vector_weight=0.0)) == BM25_ORDER
+
+
+def test_tuning_keeps_the_most_queries_in_the_first_20_then_ranks_them_best():
+    """Of the weights never worse than an end, the one that keeps the most queries in the
+    first 20 hits wins, even where another fails less often summed over 1, 5 and 20;
+    among those that keep as many, the one that ranks them higher."""
+    from gligabao.search.tune import choose_weight
+
+    # Each query's rank of its gold at weights 0 (BM25), 0.3, 0.5 and 1 (vectors).
+    ranks = [
+        {0.0: 2, 0.3: 2, 0.5: 1, 1.0: None},
+        {0.0: 3, 0.3: 2, 0.5: 1, 1.0: None},
+        {0.0: None, 0.3: 6, 0.5: None, 1.0: 2},
+    ]
+    # 0.5 fails 1 + 1 + 1 = 3 times, 0.3 fails 3 + 1 + 0 = 4 times, but 0.3 loses none.
+    assert choose_weight(ranks, current=0.5) == 0.3
+    # All in the first 20 at both: the better ranks win.
+    ranks[2] = {0.0: None, 0.3: 6, 0.5: 7, 1.0: 2}
+    assert choose_weight(ranks, current=0.3) == 0.5
