@@ -123,6 +123,14 @@ SETTINGS: tuple[Setting, ...] = (
         1,
     ),
     Setting(
+        "search.tune_after_import",
+        int,
+        0,
+        "after gb remember, learn the fusion weight from N pseudo-queries if none holds",
+        0,
+        10000,
+    ),
+    Setting(
         "search.guard",
         bool,
         True,

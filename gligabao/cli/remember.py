@@ -257,6 +257,12 @@ def remember_command(
             _render().warning(notice)
     if several and not quiet:
         _notice(_render().tally_summary(tally, skipped=len(batch.found.skipped)))
+    tuned = service.tune_if_due() if tally.exit_code() in (ExitCode.OK, ExitCode.PARTIAL) else None
+    if tuned is not None and not quiet:
+        _notice(
+            f"learnt the hybrid vector weight of '{tuned.dataset}': {tuned.weight:.2f}, "
+            f"from {tuned.queries} pseudo-queries ({tuned.calls} LLM calls)"
+        )
     raise typer.Exit(int(tally.exit_code()))
 
 

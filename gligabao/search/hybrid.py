@@ -55,6 +55,7 @@ __all__ = [
     "fusion_for",
     "hits_of",
     "search",
+    "weight_holds",
     "weight_origin",
 ]
 
@@ -112,6 +113,12 @@ def _stale(learnt: Mapping[str, Any], dataset: Dataset) -> str | None:
     if scorer is not None and scorer != KEYWORD_SCORER:
         return f"learnt for the keyword scorer {scorer}, not {KEYWORD_SCORER}"
     return None
+
+
+def weight_holds(dataset: Dataset) -> bool:
+    """Whether a weight learnt for the dataset holds for it as it is now."""
+    learnt = dataset.search_settings or {}
+    return "vector_weight" in learnt and _stale(learnt, dataset) is None
 
 
 def fusion_for(config: Config, dataset: Dataset | None = None) -> Fusion:

@@ -239,3 +239,26 @@ def _measured(
     finally:
         if reranker is not None:
             reranker.close()
+
+
+def tune_if_due(
+    config: Config, conn: Connection, dataset: Dataset, notice: Callable[[str], None]
+) -> Tuning | None:
+    """After an import, with search.tune_after_import = N: the dataset's weight learnt
+    from N pseudo-queries written by the chat model, when no learnt weight holds for it
+    (never tuned, or tuned for another embedding model) and it can be tuned (vectors of
+    the configured model, a chat endpoint). None when nothing was due or possible."""
+    from gligabao.llm.endpoint import Endpoints
+    from gligabao.search.hybrid import weight_holds
+
+    n = int(config["search.tune_after_import"])
+    if n <= 0 or weight_holds(dataset) or not Endpoints.from_config(config).chat_available:
+        return None
+    skip = _vector_skip(config, conn, dataset)
+    if skip is not None:
+        return None
+    made = _pseudo_queries(config, conn, dataset, n, True, {dataset.name: None}, notice)
+    if not made.queries:
+        return None
+    vectors = _embed_all(config, [q.query for q in made.queries])
+    return _tuned(config, conn, dataset, made.queries, vectors, None, made)[1]

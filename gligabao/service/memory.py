@@ -678,6 +678,20 @@ class Memory:
         return results
 
     @_one_at_a_time
+    def tune_if_due(self) -> Any:
+        """After an import, with search.tune_after_import = N: the configured dataset's
+        fusion weight learnt from N pseudo-queries when none holds for it (as `gb eval
+        --tune --synthetic --sample N`); the Tuning, or None when nothing was due."""
+        from gligabao.service.evaluation import tune_if_due
+        from gligabao.store.datasets import find_dataset
+
+        if int(self.config["search.tune_after_import"]) <= 0:
+            return None  # no database opened for nothing
+        conn = self._store()
+        found = find_dataset(conn, self.dataset)
+        return None if found is None else tune_if_due(self.config, conn, found, self._notice)
+
+    @_one_at_a_time
     def batch(self, paths: Sequence[str], **how: Any) -> Batch:
         """The inputs of `gb remember PATH...` found and ready: a Batch whose `run`
         remembers them. `how` takes recursive, glob, files_from, null (its list

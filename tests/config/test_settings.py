@@ -73,6 +73,7 @@ DEFAULTS = {
     "search.vector_weight": 0.5,
     "search.rrf_k": 60,
     "search.guard": True,
+    "search.tune_after_import": 0,
     "search.depth": 50,
     "search.query_timeout": 2.0,
     "search.exact": False,

@@ -149,3 +149,31 @@ def test_a_weight_learnt_for_another_model_is_not_used(tmp_path):
     assert "tune again" in weight_origin(config, moved)
     assert "text-embedding-3-small" in weight_origin(config, moved)
     assert weight_origin(config, _dataset(None)).startswith("the default; not tuned")
+
+
+def test_an_import_learns_the_weight_when_asked_and_none_holds(gb_cli, online, monkeypatch):
+    monkeypatch.setenv("GB_SEARCH_TUNE_AFTER_IMPORT", "20")
+    shutil.copy(CORPUS_DIR / "dns.md", "dns.md")
+    first = gb_cli("remember", "dns.md")
+    assert first.exit_code == 0, first.stderr
+    assert "learnt the hybrid vector weight of 'default'" in first.stderr
+    assert "from 20 pseudo-queries (20 LLM calls)" in first.stderr
+    assert len(online.requests_for("pseudo_query")) == 20
+    weights = [
+        line
+        for line in _json_lines(gb_cli("eval", "--tune", "--synthetic", "--sample", "20", "--json"))
+        if "weight_origin" in line
+    ]
+    assert "learnt from 20 pseudo-queries" in weights[0]["weight_origin"]
+
+    # A weight holds now: the next import does not tune again.
+    shutil.copy(CORPUS_DIR / "webcrypto.md", "webcrypto.md")
+    second = gb_cli("remember", "webcrypto.md")
+    assert second.exit_code == 0, second.stderr
+    assert "learnt the hybrid vector weight" not in second.stderr
+    assert len(online.requests_for("pseudo_query")) == 20
+
+
+def test_an_import_does_not_tune_unless_asked(gb_cli, online):
+    _remember(gb_cli, "dns.md")
+    assert online.requests_for("pseudo_query") == []
