@@ -1,4 +1,5 @@
-"""`gb eval QUERIES.jsonl`: failure@1/5/20 of bm25, vector and hybrid search, per dataset."""
+"""`gb eval QUERIES.jsonl`: failure@1/5/20 of bm25, vector and hybrid search, per dataset;
+`gb eval --graph GOLD.jsonl`: extraction against hand-written facts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import typer
 
 from gligabao.cli import options, render
 from gligabao.cli.app import command, memory
+from gligabao.errors import UsageError
 from gligabao.search.evaluate import KS
 
 if TYPE_CHECKING:
@@ -74,6 +76,15 @@ def eval_command(
         "--no-llm",
         help="--synthetic: make the pseudo-queries from headings and summaries, no LLM call.",
     ),
+    graph: Optional[str] = typer.Option(  # noqa: UP045 - typer reads it at run time
+        None,
+        "--graph",
+        metavar="GOLD.jsonl",
+        help='Measure extraction instead of search: one {"source", "facts": [{"source", '
+        '"relation", "target", "valid_at", "invalid_at"}]} a line (a remembered file, '
+        "relative to GOLD.jsonl's folder, and the facts it states); gives precision, "
+        "recall, duplicate entities, interval agreement and LLM tokens per document token.",
+    ),
 ) -> None:
     """Measure search on your own queries.
 
@@ -93,9 +104,28 @@ def eval_command(
     and where it comes from, is shown after the table.
 
     Example: gb eval queries.jsonl --dataset text --dataset markdown
+    --graph GOLD.jsonl measures extraction instead: each gold document's stored facts
+    (those with evidence in it) paired with the facts written for it by hand, ends by
+    name, relations by meaning (embeddings) or, with no embeddings endpoint, by words.
+
     Example: gb eval --tune --synthetic --sample 200
+    Example: gb eval --graph gold.jsonl --json
     """
     service = memory(config_path, {"database": db, "schema": schema})
+    if graph is not None:
+        if queries_path is not None or tune:
+            raise UsageError("--graph measures extraction: give no QUERIES.jsonl and no --tune")
+        for name in dataset or [None]:
+            graded = service.evaluate_graph(graph, dataset=name)
+            if as_json:
+                for score in graded.documents:
+                    render.json_line({"dataset": graded.dataset, **score.as_json()})
+                render.json_line(
+                    {"dataset": graded.dataset, **graded.total.as_json(), "total": True}
+                )
+            else:
+                render.graph_eval_table(graded)
+        return
 
     def tuned(tuning: Tuning) -> None:
         if as_json:

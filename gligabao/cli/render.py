@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from gligabao.remember.result import Remembered
     from gligabao.search.evaluate import EvalResult
     from gligabao.search.hybrid import Hit
+    from gligabao.service.graph_evaluation import GraphEvaluation
     from gligabao.service.preview import Checked
     from gligabao.service.sizing import DryRun
 
@@ -923,6 +925,47 @@ def eval_table(results: list[EvalResult], queries: int, ks: Sequence[int]) -> No
             tokens = "—" if r.mean_tokens is None else f"{r.mean_tokens:.0f}"
             cells = [r.dataset, r.method, str(r.queries), *(_percent(r.fail_rate(k)) for k in ks)]
             cells.append(tokens)
+        table.add_row(*(_text(c) for c in cells))
+    emit(table)
+
+
+def graph_eval_table(measured: GraphEvaluation) -> None:
+    """Each gold document's extraction figures, then their total."""
+    table = Table(
+        title=f"extraction in dataset '{measured.dataset}' against gold facts "
+        f"(relations by {measured.relations})",
+        title_justify="left",
+        title_style="bold",
+    )
+    table.add_column("document", justify="left", no_wrap=True)
+    for column in (
+        "stored",
+        "gold",
+        "matched",
+        "precision",
+        "recall",
+        "dup. entities",
+        "intervals",
+        "closed",
+        "open",
+        "LLM tok/tok",
+    ):
+        table.add_column(column, justify="right", no_wrap=True)
+    for score in [*measured.documents, measured.total]:
+        ratio = score.tokens_per_token
+        cells = [
+            os.path.basename(score.source) if score.source != "total" else "total",
+            str(score.stored),
+            str(score.gold),
+            str(score.matched),
+            _percent(score.precision),
+            _percent(score.recall),
+            _percent(score.duplicate_rate),
+            _percent(score.interval_agreement),
+            _percent(score.closed_agreement),
+            _percent(score.open_agreement),
+            "—" if ratio is None else f"{ratio:.1f}",
+        ]
         table.add_row(*(_text(c) for c in cells))
     emit(table)
 

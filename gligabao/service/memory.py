@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from gligabao.service.asking import Answered
     from gligabao.service.evaluation import Evaluation
     from gligabao.service.facts import Why
+    from gligabao.service.graph_evaluation import GraphEvaluation
     from gligabao.service.preview import Preview
     from gligabao.service.remembering import Batch
     from gligabao.service.searching import Hits
@@ -822,4 +823,30 @@ class Memory:
             synthetic=synthetic,
             use_llm=use_llm,
             on_tuned=on_tuned or (lambda tuning: None),
+        )
+
+    def evaluate_graph(
+        self,
+        gold: str | os.PathLike[str],
+        *,
+        dataset: str | None = None,
+        use_embeddings: bool = True,
+    ) -> GraphEvaluation:
+        """Extraction measured on the documents of a gold JSON Lines file (as `gb eval
+        --graph`): each one's stored facts paired with its gold facts, for precision,
+        recall, duplicate entities, interval agreement and LLM tokens per document token.
+        Relations are compared by embeddings where an endpoint is configured (unless not
+        `use_embeddings`), else by their words."""
+        from gligabao.graph.evaluate import read_gold
+        from gligabao.service.graph_evaluation import evaluate_graph
+
+        documents = read_gold(gold)
+        conn, found = self._dataset(dataset)
+        return evaluate_graph(
+            self.config,
+            conn,
+            found,
+            documents,
+            notice=self._notice,
+            use_embeddings=use_embeddings,
         )
