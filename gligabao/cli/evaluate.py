@@ -113,8 +113,11 @@ def eval_command(
     """
     service = memory(config_path, {"database": db, "schema": schema})
     if graph is not None:
-        if queries_path is not None or tune:
-            raise UsageError("--graph measures extraction: give no QUERIES.jsonl and no --tune")
+        if queries_path is not None or tune or synthetic or method:
+            raise UsageError(
+                "--graph measures extraction: give no QUERIES.jsonl, --tune, --synthetic "
+                "or --method with it"
+            )
         for name in dataset or [None]:
             graded = service.evaluate_graph(graph, dataset=name)
             if as_json:

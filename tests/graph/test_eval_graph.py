@@ -216,6 +216,7 @@ def test_the_table_and_the_library_say_the_same(gb_cli, gold) -> None:
 def test_graph_is_its_own_mode_and_needs_its_documents(gb_cli, gold) -> None:
     result = gb(gb_cli, "eval", "queries.jsonl", "--graph", str(gold), code=2)
     assert "--graph" in result.stderr
+    gb(gb_cli, "eval", "--graph", str(gold), "--method", "bm25", code=2)
     Path("other.jsonl").write_text(
         json.dumps({"source": "nowhere.txt", "facts": []}) + "\n", encoding="utf-8"
     )
