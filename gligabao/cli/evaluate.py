@@ -124,7 +124,7 @@ def eval_command(
                 for score in graded.documents:
                     render.json_line({"dataset": graded.dataset, **score.as_json()})
                 render.json_line(
-                    {"dataset": graded.dataset, **graded.total.as_json(), "total": True}
+                    {"dataset": graded.dataset, **graded.total.as_json(False), "total": True}
                 )
             else:
                 render.graph_eval_table(graded)

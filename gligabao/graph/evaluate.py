@@ -109,6 +109,7 @@ class DocumentScore:
     llm_tokens: int = 0  # input and output of the calls recorded for the document
     pairs: list[Pair] = field(default_factory=list)
     missed: list[GoldFact] = field(default_factory=list)
+    unpaired: list[int] = field(default_factory=list)  # stored facts no gold fact took
 
     def _share(self, part: int, whole: int) -> float | None:
         return part / whole if whole else None
@@ -141,8 +142,10 @@ class DocumentScore:
     def tokens_per_token(self) -> float | None:
         return self._share(self.llm_tokens, self.document_tokens)
 
-    def as_json(self) -> dict[str, Any]:
-        return {
+    def as_json(self, detail: bool = True) -> dict[str, Any]:
+        """The figures; with `detail`, the gold facts missed and the ids of the stored
+        facts left unpaired, to see what to fix."""
+        out = {
             "source": self.source,
             "stored": self.stored,
             "gold": self.gold,
@@ -161,6 +164,12 @@ class DocumentScore:
             "llm_tokens": self.llm_tokens,
             "llm_tokens_per_token": self.tokens_per_token,
         }
+        if detail:
+            out["missed"] = [
+                {k: v for k, v in vars(f).items() if v is not None} for f in self.missed
+            ]
+            out["unpaired"] = self.unpaired
+        return out
 
 
 # ------------------------------------------------------------------ names and relations
@@ -286,6 +295,8 @@ def score_document(
     )
     paired = {p.gold for p in pairs}
     score.missed = [f for i, f in enumerate(doc.facts) if i not in paired]
+    taken = {p.stored_id for p in pairs}
+    score.unpaired = [int(f["id"]) for f in stored if f["id"] not in taken]
     names = {normalize_entity(n): n for f in doc.facts for n in (f.source, f.target)}
     for name in names.values():
         standing = [e for e in entities if same_name(str(e["name"]), name)]

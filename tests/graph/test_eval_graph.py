@@ -117,6 +117,7 @@ def test_pairs_are_one_to_one_and_duplicates_and_intervals_counted() -> None:
     assert score.closed_agreement == 0.0 and score.open_agreement == 1.0
     assert score.tokens_per_token == 12.0
     assert score.missed == [gold.facts[2]]
+    assert score.unpaired == [2, 4]
 
 
 def test_gold_lines_are_checked_and_sources_taken_from_the_gold_folder(tmp_path) -> None:
@@ -165,7 +166,14 @@ def test_the_shipped_gold_set_gives_the_figures_worked_out_by_hand(gb_cli, backe
         assert line["recall"] == want["matched"] / want["gold"]
         assert line["interval_agreement"] == want["agreed"] / want["dated"]
         assert line["duplicate_rate"] == 0.0  # the server names an entity one way
-    assert whole["total"] is True and whole["source"] == "total"
+    chiara = documents[1]
+    assert chiara["missed"] == [
+        {"source": "Chiara Okafor", "relation": "studied in", "target": "Kyoto"}
+    ]
+    (wrong,) = rows("SELECT id FROM gb_edges WHERE relation = 'RELATED_TO'")
+    assert chiara["unpaired"] == [wrong["id"]]
+    assert documents[2]["missed"] == documents[2]["unpaired"] == []
+    assert whole["total"] is True and whole["source"] == "total" and "missed" not in whole
     assert (whole["stored"], whole["gold"], whole["matched"]) == (13, 14, 12)
     assert whole["precision"] == 12 / 13 and whole["recall"] == 12 / 14
     assert whole["gold_entities"] == 14 and whole["duplicated_entities"] == 0
