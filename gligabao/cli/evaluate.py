@@ -103,11 +103,11 @@ def eval_command(
     it writes for its own chunks (each chunk the gold of its query). The weight in force,
     and where it comes from, is shown after the table.
 
-    Example: gb eval queries.jsonl --dataset text --dataset markdown
     --graph GOLD.jsonl measures extraction instead: each gold document's stored facts
     (those with evidence in it) paired with the facts written for it by hand, ends by
     name, relations by meaning (embeddings) or, with no embeddings endpoint, by words.
 
+    Example: gb eval queries.jsonl --dataset text --dataset markdown
     Example: gb eval --tune --synthetic --sample 200
     Example: gb eval --graph gold.jsonl --json
     """
