@@ -97,58 +97,10 @@ def set_aside(url: str) -> dict[str, str]:
     return {"hnsw": create_hnsw, "key": f"ALTER TABLE gb_fts_postings ADD {key_def}"}
 
 
-def load_chunks(url: str, n: int, seed: int = 7) -> dict[str, float]:
-    """store_bench.build_chunks' chunks (the same texts and vectors for the same seed),
-    a transaction per document."""
-    import random
-
-    rng = random.Random(seed)
-    nrng = np.random.default_rng(seed)
-    sb = stb.sb
-    topics = sb._topics()
-    texts = sb._chunk_texts(sb._paragraphs(), rng)
-    conn = open_db(url)
-    ds = find_dataset(conn, stb.CHUNKS)
-    started = time.perf_counter()
-    made = 0
-    while made < n:
-        count = min(sb.CHUNKS_PER_DOCUMENT, n - made)
-        pieces = [next(texts) for _ in range(count)]
-        doc_text = "\n\n".join(t for t, _ in pieces)
-        vecs = sb._topical(nrng, topics, int(nrng.integers(sb.TOPICS)), count)
-        lines = stb.LineIndex(doc_text)
-        with transaction(conn):
-            doc = insert_document(
-                conn,
-                dataset_id=ds.id,
-                text=doc_text,
-                source=f"/bench/doc-{made // sb.CHUNKS_PER_DOCUMENT:05d}.txt",
-                chunk_count=count,
-                status="complete",
-                tokens=sum(t for _, t in pieces),
-            )
-            offset, rows = 0, []
-            for index, (text, tokens) in enumerate(pieces):
-                size = len(text.encode("utf-8"))
-                chunk = insert_chunk(
-                    conn,
-                    document_id=doc,
-                    text=text,
-                    chunk_index=index,
-                    start_offset=offset,
-                    end_offset=offset + size,
-                    tokens=tokens,
-                    lines=lines.span(offset, offset + size),
-                )
-                rows.append(stb.chunk_row(chunk, doc, index, vecs[index].tobytes()))
-                offset += size + 2
-            stb.upsert_vectors(conn, ds.id, "chunks", rows)
-        made += count
-        if made % 20_000 == 0:
-            rate = made / (time.perf_counter() - started)
-            print(f"    {made:,} chunks, {rate:,.0f}/s ({stb._load()})", flush=True)
-    conn.close()
-    return {"seconds": time.perf_counter() - started}
+def load_chunks(url: str, n: int) -> dict[str, float]:
+    """store_bench's chunks (the same texts and vectors), a transaction per document."""
+    built = stb.build_chunks(url, n, per_document=True)
+    return {"seconds": built["stored"]}
 
 
 def build_back(url: str, statements: dict[str, str]) -> dict[str, float]:

@@ -169,10 +169,14 @@ def fresh_sqlite(path: str) -> str:
 # ----------------------------------------------------------------------------- build
 
 
-def build_chunks(target: str, n: int, seed: int = 7) -> dict[str, float]:
+def build_chunks(
+    target: str, n: int, seed: int = 7, *, per_document: bool = False
+) -> dict[str, float]:
     """n chunks in dataset CHUNKS, as search_bench.build makes them but at DIMENSIONS and
     stored as gb remember stores them: the document in a transaction, then a transaction
-    per chunk (its row, keyword row and vector). The same seed gives the same chunks."""
+    per chunk (its row, keyword row and vector); with `per_document`, the document and
+    its chunks in one (a big corpus loaded, pg_scale_bench.py). The same seed gives the
+    same chunks."""
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     topics = sb._topics()
@@ -189,35 +193,37 @@ def build_chunks(target: str, n: int, seed: int = 7) -> dict[str, float]:
         doc_text = "\n\n".join(t for t, _ in pieces)
         vecs = sb._topical(nrng, topics, int(nrng.integers(sb.TOPICS)), count)
         t0 = time.perf_counter()
-        with transaction(conn):
-            doc = insert_document(
-                conn,
-                dataset_id=ds.id,
-                text=doc_text,
-                source=f"/bench/doc-{made // sb.CHUNKS_PER_DOCUMENT:05d}.txt",
-                chunk_count=count,
-                status="complete",
-                tokens=sum(t for _, t in pieces),
-            )
-        offset = 0
-        lines = LineIndex(doc_text)
-        for index, (text, tokens) in enumerate(pieces):
-            size = len(text.encode("utf-8"))
+        whole = transaction(conn) if per_document else contextlib.nullcontext()
+        with whole:
             with transaction(conn):
-                chunk = insert_chunk(
+                doc = insert_document(
                     conn,
-                    document_id=doc,
-                    text=text,
-                    chunk_index=index,
-                    start_offset=offset,
-                    end_offset=offset + size,
-                    tokens=tokens,
-                    lines=lines.span(offset, offset + size),
+                    dataset_id=ds.id,
+                    text=doc_text,
+                    source=f"/bench/doc-{made // sb.CHUNKS_PER_DOCUMENT:05d}.txt",
+                    chunk_count=count,
+                    status="complete",
+                    tokens=sum(t for _, t in pieces),
                 )
-                upsert_vectors(
-                    conn, ds.id, "chunks", [chunk_row(chunk, doc, index, vecs[index].tobytes())]
-                )
-            offset += size + 2
+            offset = 0
+            lines = LineIndex(doc_text)
+            for index, (text, tokens) in enumerate(pieces):
+                size = len(text.encode("utf-8"))
+                with transaction(conn):
+                    chunk = insert_chunk(
+                        conn,
+                        document_id=doc,
+                        text=text,
+                        chunk_index=index,
+                        start_offset=offset,
+                        end_offset=offset + size,
+                        tokens=tokens,
+                        lines=lines.span(offset, offset + size),
+                    )
+                    upsert_vectors(
+                        conn, ds.id, "chunks", [chunk_row(chunk, doc, index, vecs[index].tobytes())]
+                    )
+                offset += size + 2
         stored += time.perf_counter() - t0
         made += count
         if made % 10_000 == 0:

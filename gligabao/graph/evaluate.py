@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gligabao.errors import InputError
-from gligabao.read.files import read_list
+from gligabao.read.files import read_list_text
 
 __all__ = [
     "COSINE_THRESHOLD",
@@ -389,11 +389,7 @@ def parse_gold(
 
 def read_gold(path: str | os.PathLike[str]) -> list[GoldDocument]:
     """The gold documents of a JSON-lines file; relative sources from its folder."""
-    data = read_list(os.fspath(path), "gold file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not UTF-8 text") from None
+    text = read_list_text(os.fspath(path), "gold file")
     gold = parse_gold(text.splitlines(), Path(os.fspath(path)).resolve().parent, str(path))
     if not gold:
         raise InputError(str(path), "holds no documents")

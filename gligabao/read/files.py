@@ -33,6 +33,7 @@ __all__ = [
     "open_file",
     "read_file_bytes",
     "read_list",
+    "read_list_text",
     "read_stdin",
     "shown_name",
 ]
@@ -123,6 +124,15 @@ def read_list(name: str, what: str) -> bytes:
     if len(data) > MAX_LIST_BYTES:
         raise list_too_large(name, what)
     return data
+
+
+def read_list_text(name: str, what: str) -> str:
+    """read_list's bytes as UTF-8 text, or an InputError saying they are not."""
+    data = read_list(name, what)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(shown_name(name), "not UTF-8 text") from None
 
 
 def list_too_large(name: str, what: str) -> InputError:

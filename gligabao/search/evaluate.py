@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gligabao.errors import InputError
-from gligabao.read.files import read_list
+from gligabao.read.files import read_list_text
 from gligabao.search.hybrid import Fusion, Hit, search
 from gligabao.store import Connection
 from gligabao.store.artifacts import find_by_source, tokens_of
@@ -163,11 +163,7 @@ def parse_queries(
 def read_queries(path: str | os.PathLike[str]) -> list[GoldQuery]:
     """The gold queries of a JSON-lines file; relative sources from the current folder."""
     # Bounded, and never a device: `gb eval /dev/zero` is refused, not read until memory ends.
-    data = read_list(os.fspath(path), "query file")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError(str(path), "not UTF-8 text") from None
+    text = read_list_text(os.fspath(path), "query file")
     queries = parse_queries(text.splitlines(), name=str(path))
     if not queries:
         raise InputError(str(path), "holds no queries")
