@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
+
+from gligabao.errors import InputError
 
 # What a terminal may act on rather than show: C0 controls (ESC starts the sequences that
 # clear, move and recolour), DEL, C1 (U+009B is a CSI of its own), and the bidi embeddings,
@@ -51,3 +54,15 @@ def json_line(obj: Any) -> None:
     """One JSON object per line on stdout, for scripts (JSON Lines)."""
     sys.stdout.write(json_record(obj))
     sys.stdout.flush()
+
+
+def numbered_json_lines(lines: Iterable[str], name: str) -> Iterator[tuple[int, Any]]:
+    """(line number, value) of each JSON line of a file the user wrote, blank lines
+    skipped; a line that is not JSON is an InputError naming `name` and the line."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield number, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(name, f"line {number}: not JSON ({exc.msg})") from None

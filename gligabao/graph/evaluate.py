@@ -11,7 +11,6 @@ of paired facts with gold dates, the share whose interval agrees to the day.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import unicodedata
@@ -21,6 +20,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from gligabao.base.jsonl import numbered_json_lines
 from gligabao.errors import InputError
 from gligabao.read.files import read_list_text
 
@@ -369,13 +369,7 @@ def parse_gold(
     """Gold documents from JSON lines, blank lines skipped, relative sources taken from
     `base`. Raises InputError naming the bad line."""
     out: list[GoldDocument] = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(name, f"line {number}: not JSON ({exc.msg})") from None
+    for number, item in numbered_json_lines(lines, name):
         if not isinstance(item, dict) or not isinstance(item.get("facts"), list):
             raise InputError(name, f"line {number}: expected an object with source and facts")
         source = item.get("source")

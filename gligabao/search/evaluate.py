@@ -12,13 +12,13 @@ hits reordered by the chat model (rerank.py).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.jsonl import numbered_json_lines
 from gligabao.errors import InputError
 from gligabao.read.files import read_list_text
 from gligabao.search.hybrid import Fusion, Hit, search
@@ -129,13 +129,7 @@ def parse_queries(
     from `base` (default: the current folder). Raises InputError naming the bad line."""
     out: list[GoldQuery] = []
     root = Path(base) if base is not None else Path.cwd()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(name, f"line {number}: not JSON ({exc.msg})") from None
+    for number, item in numbered_json_lines(lines, name):
         if not isinstance(item, dict):
             raise InputError(
                 name, f"line {number}: expected an object with query, source, start, end"
