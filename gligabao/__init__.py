@@ -21,6 +21,7 @@ __all__ = [
     "GbError",
     "Hit",
     "Memory",
+    "Merge",
     "Remembered",
     "Stop",
     "Why",
@@ -39,6 +40,7 @@ _LAZY = {
     "GbError": "gligabao.errors",
     "Hit": "gligabao.search.hybrid",
     "Memory": "gligabao.service.memory",
+    "Merge": "gligabao.graph.merges",
     "Remembered": "gligabao.remember.result",
     "Stop": "gligabao.base.stopping",
     "Why": "gligabao.service.facts",
@@ -47,6 +49,7 @@ _LAZY = {
 if TYPE_CHECKING:
     from gligabao.base.stopping import Stop
     from gligabao.errors import GbError
+    from gligabao.graph.merges import Merge
     from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
     from gligabao.remember.result import Remembered
     from gligabao.search.hybrid import Hit

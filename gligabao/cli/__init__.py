@@ -20,6 +20,8 @@ COMMANDS = {
     "entities": "graph",
     "path": "graph",
     "why": "graph",
+    "merges": "merges",
+    "unmerge": "merges",
     "export": "export",
     "show": "documents",
     "list": "documents",

@@ -1117,6 +1117,35 @@ def entity_view(view: Any) -> None:
         stdout.print(Text("documents:", style="bold"))
         for doc in view.documents:
             stdout.print(_text(f"   #{doc['id']} {doc['source']}"), soft_wrap=True)
+    if view.aliases:
+        stdout.print(Text("also named:", style="bold"))
+        stdout.print(_text("   " + "; ".join(view.aliases)), soft_wrap=True)
+    if view.merges:
+        stdout.print(Text("merges:", style="bold"))
+        for merge in view.merges:
+            stdout.print(_text("   " + merge_line(merge)), soft_wrap=True)
+
+
+def merge_line(merge: Any) -> str:
+    """One merge in words: what became what, from where, why, and whether undone."""
+    why = merge.rule
+    if merge.inference_id is not None:
+        why += f" (inference {merge.inference_id})"
+    if merge.score is not None:
+        why += f", score {merge.score:.2f}"
+    line = (
+        f"merge {merge.id}: {merge.name!r} ({merge.type}) into #{merge.entity_id} "
+        f"{merge.entity_name!r}, from chunk #{merge.artifact_id}, by {why}, "
+        f"{short_time(merge.created_at)}"
+    )
+    if merge.undone_at is not None:
+        line += f"; undone {short_time(merge.undone_at)}: entity #{merge.restored_id}"
+    return line
+
+
+def merges_list(merges: list[Any]) -> None:
+    for merge in merges:
+        stdout.print(_text(merge_line(merge)), soft_wrap=True)
 
 
 def _held(found: Any) -> str:

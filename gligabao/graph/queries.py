@@ -22,6 +22,7 @@ from typing import Any
 
 from gligabao.base.lines import lines_between, mapped_lines, newline_offsets
 from gligabao.errors import GbError
+from gligabao.graph.merges import Merge, list_merges
 from gligabao.read.documents import cite_described
 from gligabao.search.hybrid import Vector, VectorSide, fuse
 from gligabao.store import Connection, vectors
@@ -400,6 +401,10 @@ class EntityView:
     facts: list[Fact]
     neighbours: list[dict[str, Any]]  # {id, name, type, depth}
     documents: list[dict[str, Any]]  # {id, source}
+    # The other names it was extracted under (merges not undone), and every merge into
+    # it or that it came out of, oldest first.
+    aliases: list[str] = field(default_factory=list)
+    merges: list[Merge] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -410,6 +415,8 @@ class EntityView:
             "facts": [f.as_json() for f in self.facts],
             "neighbours": self.neighbours,
             "documents": self.documents,
+            "aliases": self.aliases,
+            "merges": [m.as_json() for m in self.merges],
         }
 
 
@@ -437,6 +444,12 @@ def entity(
         frontier = [n["id"] for n in step]
         if not frontier:
             break
+    merged = list_merges(conn, dataset, entity_id=found["id"])
+    aliases = [
+        m.name
+        for m in merged
+        if m.entity_id == found["id"] and m.undone_at is None and m.name != found["name"]
+    ]
     return EntityView(
         id=found["id"],
         name=found["name"],
@@ -445,6 +458,8 @@ def entity(
         facts=timeline,
         neighbours=near,
         documents=store_facts.entity_documents(conn, found["id"]),
+        aliases=list(dict.fromkeys(aliases)),
+        merges=merged,
     )
 
 

@@ -57,6 +57,7 @@ from gligabao.remember.resolve import (
     batches,
     merge_answers,
     split_items,
+    with_inference,
 )
 from gligabao.remember.result import PENDING, Remembered
 from gligabao.remember.write import Piece, Writer, Written, pause
@@ -849,7 +850,7 @@ class _Run:
             said = f"{_count(items)} {plural(_count(items), 'item')}"
             self.step("resolve", f"the answer for {said} was cut off; halved")
             return merge_answers(list(await asyncio.gather(*map(self._decide, halves))))
-        return asked.value
+        return with_inference(asked.value, asked.inference_id)
 
     async def _embed(self, piece: Piece) -> None:
         """One request for everything a piece yields; new items' vectors are kept."""

@@ -4,8 +4,10 @@ Everything a chunk is compared against is known once every chunk is extracted: t
 stored graph, and what the chunks before it in the same document extracted. So the
 decisions of every chunk are prepared up front, before anything is stored:
 
-- an exact duplicate (same normalized name and type; same ends, relation and fact)
-  and an item with no candidate at all are decided here, without the LLM;
+- an exact duplicate (same ends, relation and fact), an entity whose name has the
+  same key as one known (gligabao/base/names.py: case, accents, punctuation, a leading
+  "the", an organization's suffix) and whose type agrees, and an item with no candidate
+  at all are decided here, without the LLM;
 - the rest go to the LLM in batched `resolve` calls, each holding all the undecided
   items of one or more consecutive chunks, that run while the chunks are embedded.
 
@@ -24,9 +26,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gligabao.base.names import name_key, type_key
 from gligabao.base.times import canonical_time
 from gligabao.llm import ChatRequest, resolve_request
-from gligabao.store import Connection, graph
+from gligabao.store import Connection, graph, merges
 
 MAX_CANDIDATES = 6
 # Undecided items gathered into one resolve call before a new one is started: fewer,
@@ -52,6 +55,12 @@ class ExtractedEntity:
     type: str
     summary: str
     norm: str
+    key: str = ""  # the name as deterministic resolution compares it
+
+    @property
+    def same(self) -> tuple[str, str]:
+        """Two entities with this in common are one."""
+        return (self.key or self.norm, type_key(self.type))
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +98,8 @@ class Extraction:
             key = (norm, type_)
             if key not in seen:
                 seen[key] = len(entities)
-                entities.append(ExtractedEntity(name.strip(), type_, summary.strip(), norm))
+                named = name_key(name, type_) or norm
+                entities.append(ExtractedEntity(name.strip(), type_, summary.strip(), norm, named))
             by_name.setdefault(norm, seen[key])
             return seen[key]
 
@@ -151,6 +161,15 @@ class Decisions:
     closes: list[list[tuple[Ref, str]]]
 
 
+@dataclass(frozen=True, slots=True)
+class Merge:
+    """Why an extracted entity is one known under another name: the rule, or the
+    `resolve` call (its inference id) that said so."""
+
+    rule: str
+    inference_id: int | None = None
+
+
 @dataclass
 class Plan:
     """One chunk's decisions and what is left for the LLM."""
@@ -158,6 +177,8 @@ class Plan:
     index: int
     extraction: Extraction
     decisions: Decisions
+    # Entity index -> why it is merged into what its decision names (a name of its own).
+    merges: dict[int, Merge] = field(default_factory=dict)
     entity_items: list[dict[str, Any]] = field(default_factory=list)
     edge_items: list[dict[str, Any]] = field(default_factory=list)
     # (entities|edges, candidate id) -> what it stands for: stored row ids of entities
@@ -215,9 +236,12 @@ class Resolver:
         self.dataset_id = dataset_id
         self.valid_at = valid_at  # the document's: a fact's own, where its text gives none
         self._doc_ids = itertools.count(-1, -1)  # candidate ids of unstored items: negative
+        self._keys_filled = False  # the stored entities' name keys: filled once, if asked
+        self._chunk_keys: dict[tuple[str, str], tuple[int, int]] = {}  # the chunk planned
         # Entities: the first of each (name, type); every one, with its view, by seq;
         # word of a name -> seqs of the entities whose name has it.
-        self._doc_entities: dict[tuple[str, str], tuple[int, int]] = {}
+        self._doc_entities: dict[tuple[str, str], tuple[int, int]] = {}  # by `same`
+        self._doc_exact: dict[tuple[str, str], tuple[int, int]] = {}  # by (norm, type)
         self._entity_seqs: list[tuple[tuple[int, int], dict[str, Any]]] = []
         self._entity_words: dict[str, list[int]] = {}
         # Edges: every one, with its view, by seq; (source, target, relation, fact), all
@@ -242,13 +266,16 @@ class Resolver:
             (entities[e.source].norm, entities[e.target].norm, e.relation, _norm_fact(e.fact))
             for e in extraction.edges
         ]
+        self._chunk_keys = {}
         for i, entity in enumerate(entities):
             plan.decisions.entities[i] = self._entity(plan, i, entity)
+            self._chunk_keys.setdefault(entity.same, (index, i))
         for j, edge in enumerate(extraction.edges):
             plan.decisions.edges[j] = self._edge(plan, j, edge, keys[j])
         # Only now are this chunk's items candidates: for the chunks after it.
         for i, entity in enumerate(entities):
-            self._doc_entities.setdefault((entity.norm, entity.type), (index, i))
+            self._doc_entities.setdefault(entity.same, (index, i))
+            self._doc_exact.setdefault((entity.norm, entity.type), (index, i))
             seq = len(self._entity_seqs)
             self._entity_seqs.append(((index, i), _entity_view(entity)))
             for word in set(entity.norm.split()):
@@ -265,12 +292,23 @@ class Resolver:
     # ---- entities
 
     def _entity(self, plan: Plan, i: int, entity: ExtractedEntity) -> Ref | None:
-        earlier = self._doc_entities.get((entity.norm, entity.type))
+        # The same name first, then one by key: a name stored as it is goes to its own
+        # entity, even where an earlier chunk named one an unmerge kept apart from it.
+        earlier = self._doc_exact.get((entity.norm, entity.type))
         if earlier is not None:
             return Ref("doc", earlier)
         stored = graph.entity_exact(self.conn, self.dataset_id, entity.name, entity.type)
         if stored is not None:
             return Ref("db", stored["id"])
+        # The chunks before, then this chunk's entities before it (stored before it).
+        earlier = self._doc_entities.get(entity.same) or self._chunk_keys.get(entity.same)
+        if earlier is not None:
+            plan.merges[i] = Merge(merges.RULE_NAME)
+            return Ref("doc", earlier)
+        same = self._same_key(entity)
+        if same is not None:
+            plan.merges[i] = Merge(merges.RULE_NAME)
+            return Ref("db", same)
         candidates = []
         for row in graph.entity_candidates_fts(
             self.conn, self.dataset_id, entity.name, MAX_CANDIDATES
@@ -297,6 +335,25 @@ class Resolver:
             }
         )
         return None
+
+    def _same_key(self, entity: ExtractedEntity) -> int | None:
+        """The stored entity this one is by name key and type, if one is. Several that
+        an unmerge kept apart leave the choice to the LLM; several others (stored
+        before names had a key) are one: the oldest."""
+        if not self._keys_filled:
+            merges.fill_name_keys(self.conn, self.dataset_id)
+            self._keys_filled = True
+        key, type_ = entity.same
+        found = [
+            row["id"]
+            for row in merges.entities_by_key(self.conn, self.dataset_id, key)
+            if type_key(row["type"]) == type_
+        ]
+        if len(found) > 1 and merges.kept_apart(self.conn, found) & set(
+            itertools.permutations(found, 2)
+        ):
+            return None
+        return found[0] if found else None
 
     # ---- edges
 
@@ -412,6 +469,22 @@ def batches(plans: list[Plan]) -> list[Batch]:
     ]
 
 
+# The key an answer's item carries the id of the `resolve` call that gave it under: a
+# batch cut in halves is answered by several.
+INFERENCE = "_inference"
+
+
+def with_inference(value: dict[str, Any], inference_id: int) -> dict[str, Any]:
+    """An answer whose entity items each name the call that gave them."""
+    return {
+        **value,
+        "entities": [
+            {**a, INFERENCE: inference_id} if isinstance(a, dict) else a
+            for a in value.get("entities", ())
+        ],
+    }
+
+
 def apply_answer(batch: Batch, value: dict[str, Any]) -> None:
     """Fill the undecided decisions of a batch's chunks from the LLM's answer.
 
@@ -428,6 +501,8 @@ def apply_answer(batch: Batch, value: dict[str, Any]) -> None:
                 plan.decisions.entities[i] = offered.get(
                     ("entities", answer.get("duplicate_of")), NEW
                 )
+                if plan.decisions.entities[i] != NEW:
+                    plan.merges[i] = Merge(merges.RULE_RESOLVE, answer.get(INFERENCE))
         for j, decision in enumerate(plan.decisions.edges):
             if decision is not None:
                 continue

@@ -18,7 +18,7 @@ from gligabao.base.lines import LineIndex
 from gligabao.llm.float32 import Float32
 from gligabao.remember.cut import chunk_lines
 from gligabao.remember.resolve import Extraction, Plan, Ref
-from gligabao.store import Connection, artifacts, graph, vectors
+from gligabao.store import Connection, artifacts, graph, merges, vectors
 from gligabao.store.db import transaction
 
 # Test-only, for tests/remember/test_batch_processes.py, which kills -9 a run at exact points of
@@ -170,8 +170,9 @@ class Writer:
                         text=piece.summary or "",
                         inference_id=piece.summary_inference,
                     )
-            entities, new_entities = self._entities(piece, plan, artifact_id, session)
+            entities, new_entities, linked = self._entities(piece, plan, artifact_id, session)
             edges, invalidated, new_edges = self._edges(piece, plan, artifact_id, session)
+            self._merges(piece, plan, artifact_id, entities, edges, linked)
             pause("chunk-graph", piece, doc["id"])
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
             left = ("extract_graph",) if piece.graph_left else ()
@@ -200,8 +201,9 @@ class Writer:
 
     def _entities(
         self, piece: Piece, plan: Plan, artifact_id: int, session: str | None
-    ) -> tuple[list[dict[str, Any]], list[tuple[int, int]]]:
+    ) -> tuple[list[dict[str, Any]], list[tuple[int, int]], set[int]]:
         out, new = [], []
+        linked: set[int] = set()  # merged entities whose link to the chunk is the merge's
         for i, entity in enumerate(piece.extraction.entities):
             entity_id = self._id(plan.decisions.entities[i], self._entity_ids)
             created = False
@@ -210,13 +212,54 @@ class Writer:
                     self.conn, self.dataset_id, entity.name, entity.type, entity.summary
                 )
             self._entity_ids[(piece.index, i)] = entity_id
+            if i in plan.merges and not merges.is_linked(self.conn, entity_id, artifact_id):
+                linked.add(i)
             graph.link_entity(self.conn, entity_id, artifact_id, session)
             if created:
                 new.append((i, entity_id))
             out.append(
                 {"id": entity_id, "name": entity.name, "type": entity.type, "created": created}
             )
-        return out, new
+        return out, new, linked
+
+    def _merges(
+        self,
+        piece: Piece,
+        plan: Plan,
+        artifact_id: int,
+        entities: list[dict[str, Any]],
+        edges: list[dict[str, Any]],
+        linked: set[int],
+    ) -> None:
+        """A row for each entity of the chunk merged into one known by another name,
+        with the facts it brought: what unmerging it puts back."""
+        extracted = piece.extraction.entities
+        for i, why in plan.merges.items():
+            brought = [
+                (
+                    edges[j]["id"],
+                    edges[j]["created"],
+                    (merges.SOURCE if edge.source == i else 0)
+                    | (merges.TARGET if edge.target == i else 0),
+                    _bytes(piece.vectors.get(f"edge:{j}")),
+                )
+                for j, edge in enumerate(piece.extraction.edges)
+                if i in (edge.source, edge.target)
+            ]
+            merges.record_merge(
+                self.conn,
+                self.dataset_id,
+                entities[i]["id"],
+                extracted[i].name,
+                extracted[i].type,
+                extracted[i].summary,
+                artifact_id,
+                why.rule,
+                inference_id=why.inference_id,
+                linked=i in linked,
+                vector=_bytes(piece.vectors.get(f"entity:{i}")),
+                edges=brought,
+            )
 
     def _edges(
         self, piece: Piece, plan: Plan, artifact_id: int, session: str | None
@@ -298,3 +341,8 @@ class Writer:
             if index_rows:
                 vectors.upsert_vectors(self.conn, self.dataset_id, index, index_rows)
         return {index: len(index_rows) for index, index_rows in rows.items()}
+
+
+def _bytes(vector: Any) -> bytes | None:
+    """A vector as the float32 bytes a merge keeps for its undoing (None: not embedded)."""
+    return vector.tobytes() if isinstance(vector, Float32) else None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.errors import UsageError
 from gligabao.graph import paths, queries
+from gligabao.graph.merges import Merge
 from gligabao.graph.paths import Paths
 from gligabao.graph.queries import AmbiguousEntity, Entity, EntityView, Evidence, Fact
 from gligabao.service.searching import Notice, or_bm25, query_vector
@@ -29,6 +30,7 @@ __all__ = [
     "EntityView",
     "Evidence",
     "Fact",
+    "Merge",
     "Why",
     "entities",
     "entity",

@@ -39,6 +39,7 @@ from gligabao.service import arguments
 if TYPE_CHECKING:
     from gligabao.base.stopping import Stop
     from gligabao.graph.export import Graph
+    from gligabao.graph.merges import Merge
     from gligabao.graph.paths import Paths
     from gligabao.graph.queries import Entity, EntityView, Fact
     from gligabao.remember.result import Remembered
@@ -317,6 +318,27 @@ class Memory:
         query = self._args.text("query", query, optional=True)
         conn, found = self._dataset(dataset)
         return facts.entities(self.config, conn, found, query, limit=k, notice=self._notice)
+
+    @_one_at_a_time
+    def merges(self, *, since: str | None = None, dataset: str | None = None) -> list[Merge]:
+        """The entities merged into others, oldest first (as `gb merges`): each with what
+        it was extracted as, from which chunk, and the rule or `resolve` call that
+        decided; from `since` on (ISO-8601) when given."""
+        from gligabao.graph import merges
+
+        since = self._args.time("since", since)
+        conn, found = self._dataset(dataset)
+        return merges.list_merges(conn, found, since=since)
+
+    @_one_at_a_time
+    def unmerge(self, merge_id: int) -> Merge:
+        """Undo a merge (as `gb unmerge`), in one transaction: the entity as extracted is
+        its own again with its facts and its link to the chunk, and the two are kept
+        apart by later resolution. NotFound for no such merge; CannotUnmerge once undone."""
+        from gligabao.graph import merges
+
+        conn = self._store()
+        return merges.unmerge(conn, self._args.stored_id("merge_id", merge_id, "merge"))
 
     @_one_at_a_time
     def path(

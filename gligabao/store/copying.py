@@ -53,8 +53,19 @@ _TABLES: Sequence[tuple[str, tuple[str, ...], tuple[str, ...]]] = (
     ("gb_session_entities", ("dataset_id", "session_id", "entity_id"), ()),
     ("gb_session_edges", ("dataset_id", "session_id", "edge_id"), ()),
     ("gb_claims", ("dataset_id", "content_sha256"), ()),
+    ("gb_merges", ("id",), ()),
+    ("gb_merge_edges", ("merge_id", "edge_id"), ()),
+    ("gb_kept_apart", ("entity_id", "other_id"), ()),
 )
-_WITH_IDS = ("gb_datasets", "gb_models", "gb_inferences", "gb_artifacts", "gb_entities", "gb_edges")
+_WITH_IDS = (
+    "gb_datasets",
+    "gb_models",
+    "gb_inferences",
+    "gb_artifacts",
+    "gb_entities",
+    "gb_edges",
+    "gb_merges",
+)
 
 
 class NotEmpty(DatabaseError):

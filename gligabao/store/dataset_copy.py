@@ -33,7 +33,8 @@ __all__ = ["copy_dataset"]
 
 _DATASET = "gb_datasets"  # a reference to the dataset copied: the new one
 _MODEL = "gb_models"  # a model, by its name in the destination
-_IDS = ("gb_inferences", "gb_artifacts", "gb_entities", "gb_edges")  # tables shifted
+# Tables shifted.
+_IDS = ("gb_inferences", "gb_artifacts", "gb_entities", "gb_edges", "gb_merges")
 
 
 @dataclass(frozen=True)
@@ -127,6 +128,31 @@ _TABLES: Sequence[_Table] = (
         _OWN,
         {"dataset_id": _DATASET},
         cleared=("owner", "heartbeat_at"),
+    ),
+    _Table(
+        "gb_merges",
+        ("id",),
+        _OWN,
+        {
+            "id": "gb_merges",
+            "dataset_id": _DATASET,
+            "entity_id": "gb_entities",
+            "artifact_id": "gb_artifacts",
+            "inference_id": "gb_inferences",
+            "restored_id": "gb_entities",
+        },
+    ),
+    _Table(
+        "gb_merge_edges",
+        ("merge_id", "edge_id"),
+        "merge_id IN (SELECT id FROM gb_merges WHERE dataset_id = ?)",
+        {"merge_id": "gb_merges", "edge_id": "gb_edges"},
+    ),
+    _Table(
+        "gb_kept_apart",
+        ("entity_id", "other_id"),
+        "entity_id IN (SELECT id FROM gb_entities WHERE dataset_id = ?)",
+        {"entity_id": "gb_entities", "other_id": "gb_entities"},
     ),
 )
 _VECTOR_ROWS = {

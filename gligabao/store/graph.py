@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gligabao.base.evidence import QuoteSpan
+from gligabao.base.names import name_key
 from gligabao.store import dialect, fts
 from gligabao.store.connection import Connection
 from gligabao.store.db import insert, json_ids, now_iso, query, query_one, transaction, write
@@ -71,9 +72,18 @@ def insert_entity(
     with transaction(conn):
         return insert(
             conn,
-            """INSERT INTO gb_entities(dataset_id, name, type, summary, name_norm, created_at)
-               VALUES (?, ?, ?, ?, ?, ?)""",
-            (dataset_id, name.strip(), type, summary, norm, created_at or now_iso()),
+            """INSERT INTO gb_entities(dataset_id, name, type, summary, name_norm, name_key,
+                   created_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?)""",
+            (
+                dataset_id,
+                name.strip(),
+                type,
+                summary,
+                norm,
+                name_key(name, type) or norm,  # a name of no letters: itself
+                created_at or now_iso(),
+            ),
         )
 
 

@@ -229,7 +229,18 @@ def test_reading_commands_never_create_a_database(gb_cli) -> None:
 def test_entity_shows_its_timeline_neighbours_and_documents(gb_cli, online, texts) -> None:
     _remember(gb_cli, texts[::-1])
     view = json.loads(gb(gb_cli, "entity", "  alice   MOREAU ", "--json").stdout)
-    assert set(view) == {"id", "name", "type", "summary", "facts", "neighbours", "documents"}
+    assert set(view) == {
+        "id",
+        "name",
+        "type",
+        "summary",
+        "facts",
+        "neighbours",
+        "documents",
+        "aliases",
+        "merges",
+    }
+    assert view["aliases"] == view["merges"] == []
     assert view["name"] == "Alice Moreau"
     timeline = [
         (f["valid_at"][:10], f["relation"], f["target"], f["status"]) for f in view["facts"]
@@ -289,7 +300,7 @@ def test_a_database_from_before_evidence_keeps_working(tmp_path, monkeypatch) ->
     lines, not exact, once the file is migrated."""
     from gligabao.graph.queries import facts
     from gligabao.store import artifacts, datasets, graph, migrations, open_db
-    from gligabao.store.db import scalar
+    from gligabao.store.db import insert, scalar
 
     path = tmp_path / "old.db"
     with monkeypatch.context() as schema_1:
@@ -299,8 +310,15 @@ def test_a_database_from_before_evidence_keeps_working(tmp_path, monkeypatch) ->
         ds = datasets.get_or_create_dataset(conn, "default")
         text = "First line.\nAlice Moreau works at Acme Corp.\nLast line.\n"
         doc = artifacts.insert_document(conn, dataset_id=ds.id, text=text, source="old.txt")
-        alice = graph.insert_entity(conn, ds.id, "Alice Moreau")
-        acme = graph.insert_entity(conn, ds.id, "Acme Corp")
+        # As schema 1 stored them: no name key (a later step's column).
+        alice, acme = (
+            insert(
+                conn,
+                "INSERT INTO gb_entities(dataset_id, name, name_norm) VALUES (?, ?, ?)",
+                (ds.id, name, graph.normalize_name(name)),
+            )
+            for name in ("Alice Moreau", "Acme Corp")
+        )
         edge = graph.insert_edge(conn, ds.id, alice, acme, "WORKS_AT", "Alice works at Acme.")
         conn.execute(
             "INSERT INTO gb_edge_artifacts(edge_id, artifact_id) VALUES (?, ?)", (edge, doc)

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from gligabao.base.names import name_key, type_key
 from gligabao.remember.resolve import (
     MAX_CANDIDATES,
     NEW,
@@ -24,6 +25,7 @@ from gligabao.remember.resolve import (
     _norm_fact,
 )
 from gligabao.store import datasets, graph, open_db
+from gligabao.store.db import query
 
 
 @pytest.fixture
@@ -81,7 +83,12 @@ def reference_plans(conn, ds: int, extractions: list[Extraction]) -> list[dict[s
     for k, ex in enumerate(extractions):
         refs.clear()
         entity_refs, entity_items = [], []
+        in_chunk = []  # this chunk's entities before the one planned
         for i, e in enumerate(ex.entities):
+            if i:
+                in_chunk.append(((k, i - 1), ex.entities[i - 1]))
+            # The same name, in the document then stored; then one by name key and type
+            # (case, accents, punctuation, "the", a suffix), likewise.
             same = [key for key, o in seen_entities if (o.norm, o.type) == (e.norm, e.type)]
             if same:
                 entity_refs.append(Ref("doc", same[0]))
@@ -89,6 +96,20 @@ def reference_plans(conn, ds: int, extractions: list[Extraction]) -> list[dict[s
             stored = graph.entity_exact(conn, ds, e.name, e.type)
             if stored is not None:
                 entity_refs.append(Ref("db", stored["id"]))
+                continue
+            same = [key for key, o in seen_entities + in_chunk if o.same == e.same]
+            if same:
+                entity_refs.append(Ref("doc", same[0]))
+                continue
+            keyed = [
+                r["id"]
+                for r in query(
+                    conn, "SELECT * FROM gb_entities WHERE dataset_id = ? ORDER BY id", (ds,)
+                )
+                if (name_key(r["name"], r["type"]), type_key(r["type"])) == e.same
+            ]
+            if keyed:
+                entity_refs.append(Ref("db", keyed[0]))
                 continue
             candidates = [
                 offer("entities", Ref("db", r["id"]), r["id"], view(r, "name", "type", "summary"))

@@ -761,6 +761,10 @@ class LLMServer:
         self.cut_off_over: dict[str, int] = {}
         # The answer stage's answer, if not `answer`: f(question, answer_sources(...)).
         self.answer_with: Callable[[str, dict[int, tuple[str, str]]], dict[str, Any]] | None = None
+        # The extract_graph and resolve answers, if not `extract_graph` and `resolve`: a test's
+        # own graph (names and types the capitalised runs cannot give), or its own decisions.
+        self.extract_with: Callable[[str], dict[str, Any]] | None = None
+        self.resolve_with: Callable[[dict[str, Any]], dict[str, Any]] | None = None
         self.holds: list[Hold] = []
         self.requests: list[RecordedRequest] = []
         self.generations: list[Generation] = []
@@ -1421,7 +1425,7 @@ class LLMServer:
             return last_user
 
         if stage == "extract_graph":
-            return extract_graph(find("text"))
+            return (self.extract_with or extract_graph)(find("text"))
         if stage == "summarize_chunk":
             return summarize_chunk(find("chunk"))
         if stage == "contextualize_chunk":
@@ -1442,7 +1446,7 @@ class LLMServer:
             ) from None
         if not isinstance(items, dict):
             raise _Reply(400, "resolve: <items> must hold a JSON object", "invalid_request_error")
-        return resolve(items)
+        return (self.resolve_with or resolve)(items)
 
     def _cut_off(self, stage: str, messages: list[dict[str, Any]]) -> bool:
         """Whether the answer is to be cut off for its input's length (`cut_off_over`)."""

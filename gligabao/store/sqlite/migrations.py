@@ -280,7 +280,58 @@ ALTER TABLE gb_artifacts ADD COLUMN line_start INTEGER;
 ALTER TABLE gb_artifacts ADD COLUMN line_end INTEGER;
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9]
+# The key names are compared in by deterministic resolution (gligabao/base/names.py),
+# NULL for the entities stored before this step until resolution next fills it. Each
+# merge of an extracted entity into another, with what unmerging it puts back: the
+# facts the merged extraction brought (gb_merge_edges: made by its chunk or restated,
+# at which end: 1 source, 2 target, 3 both, and a restated one's vector), the merged
+# entity's vector, and whether the kept entity's link to the chunk came through the
+# merge alone. A pair unmerged is kept apart: never merged again by rule.
+_V10 = f"""
+ALTER TABLE gb_entities ADD COLUMN name_key TEXT;
+CREATE INDEX gb_entities_key ON gb_entities(dataset_id, name_key);
+
+CREATE TABLE gb_merges (
+    id           INTEGER PRIMARY KEY,
+    dataset_id   INTEGER NOT NULL REFERENCES gb_datasets(id) ON DELETE CASCADE,
+    entity_id    INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    name         TEXT NOT NULL,
+    type         TEXT NOT NULL DEFAULT '',
+    summary      TEXT NOT NULL DEFAULT '',
+    artifact_id  INTEGER REFERENCES gb_artifacts(id) ON DELETE CASCADE,
+    rule         TEXT NOT NULL,
+    inference_id INTEGER REFERENCES gb_inferences(id) ON DELETE SET NULL,
+    score        REAL,
+    linked       INTEGER NOT NULL DEFAULT 1,
+    created_at   TEXT NOT NULL DEFAULT {_NOW},
+    undone_at    TEXT,
+    restored_id  INTEGER REFERENCES gb_entities(id) ON DELETE SET NULL,
+    vector       BLOB
+);
+CREATE INDEX gb_merges_entity ON gb_merges(entity_id);
+CREATE INDEX gb_merges_dataset ON gb_merges(dataset_id, created_at);
+CREATE INDEX gb_merges_artifact ON gb_merges(artifact_id);
+CREATE INDEX gb_merges_restored ON gb_merges(restored_id);
+
+CREATE TABLE gb_merge_edges (
+    merge_id INTEGER NOT NULL REFERENCES gb_merges(id) ON DELETE CASCADE,
+    edge_id  INTEGER NOT NULL REFERENCES gb_edges(id) ON DELETE CASCADE,
+    created  INTEGER NOT NULL,
+    ends     INTEGER NOT NULL,
+    vector   BLOB,
+    PRIMARY KEY (merge_id, edge_id)
+) WITHOUT ROWID;
+CREATE INDEX gb_merge_edges_edge ON gb_merge_edges(edge_id);
+
+CREATE TABLE gb_kept_apart (
+    entity_id  INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    other_id   INTEGER NOT NULL REFERENCES gb_entities(id) ON DELETE CASCADE,
+    PRIMARY KEY (entity_id, other_id)
+) WITHOUT ROWID;
+CREATE INDEX gb_kept_apart_other ON gb_kept_apart(other_id);
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
