@@ -55,7 +55,9 @@ def unmerge_command(
     with its link to that chunk and the facts that chunk gave it (a fact the chunk only
     restated is copied, its evidence moved to the copy); the entity it was merged into
     keeps the rest. The two are then kept apart: later resolution never merges them by
-    name again. Example: gb unmerge 3
+    name again.
+
+    Example: gb unmerge 3
     """
     undone = memory(config_path, {"database": db, "schema": schema}).unmerge(merge_id)
     if as_json:

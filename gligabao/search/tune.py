@@ -165,29 +165,19 @@ def tune_fusion(
     *,
     current: float,
     depth: int = 50,
-    ks: Sequence[int] = KS,
     weights: Sequence[float] = WEIGHTS,
     guard: bool = True,
 ) -> Tuning:
     """Fuse each query's candidates at every weight; `current` is the weight in use."""
     ranks = ranks_by_weight(
-        conn,
-        dataset,
-        queries,
-        query_vectors,
-        depth=depth,
-        top=max(ks),
-        weights=weights,
-        guard=guard,
+        conn, dataset, queries, query_vectors, depth=depth, weights=weights, guard=guard
     )
-    failures = failures_of(ranks, ks) if ranks else {w: dict.fromkeys(ks, 0) for w in weights}
-    best = choose_weight(ranks, current) if ranks else current
     return Tuning(
         dataset.name,
         len(queries),
-        failures,
-        best,
+        failures_of(ranks),
+        choose_weight(ranks, current) if ranks else current,
         current,
         dataset.embedding_model,
-        mrr=reciprocal_ranks(ranks) if ranks else {},
+        mrr=reciprocal_ranks(ranks),
     )

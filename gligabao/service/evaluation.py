@@ -145,7 +145,7 @@ def evaluate(
         tuned = []
         for ds in found:
             if synthetic:
-                made = _pseudo_queries(config, conn, ds, synthetic, use_llm, skips, notice)
+                made = _pseudo_queries(config, conn, ds, synthetic, use_llm, skips[ds.name], notice)
                 made_vectors = (
                     _embed_all(config, [q.query for q in made.queries])
                     if made.queries and skips[ds.name] is None
@@ -180,14 +180,14 @@ def _pseudo_queries(
     dataset: Dataset,
     n: int,
     use_llm: bool,
-    skips: dict[str, str | None],
+    skip: str | None,
     notice: Callable[[str], None],
 ) -> PseudoQueries:
     """The dataset's pseudo-queries, with a notice of where they come from."""
     from gligabao.llm.endpoint import Endpoints
     from gligabao.search.pseudo import write_queries
 
-    if skips[dataset.name] is not None:  # said by _tuned, before anything is paid for
+    if skip is not None:  # said by _tuned, before anything is paid for
         return PseudoQueries([], FROM_TEXT, 0)
     online = use_llm and Endpoints.from_config(config).chat_available
     if use_llm and not online:
@@ -257,7 +257,7 @@ def tune_if_due(
     skip = _vector_skip(config, conn, dataset)
     if skip is not None:
         return None
-    made = _pseudo_queries(config, conn, dataset, n, True, {dataset.name: None}, notice)
+    made = _pseudo_queries(config, conn, dataset, n, True, None, notice)
     if not made.queries:
         return None
     vectors = _embed_all(config, [q.query for q in made.queries])
