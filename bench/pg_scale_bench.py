@@ -29,6 +29,12 @@ Run from the repository root::
     python bench/pg_scale_bench.py --chunks 20000                       # a quick look
     python bench/pg_scale_bench.py --chunks 500000 --real /tmp/benchreal --keep
     python bench/pg_scale_bench.py --chunks 500000 --real /tmp/benchreal --reuse  # reads again
+    python bench/pg_scale_bench.py --chunks 1000000 --grow 500000 --real /tmp/benchreal --keep
+
+`--grow N` takes a kept N-chunk database and loads only the chunks past N (the same
+generator: the result is the database a whole load would give), then builds the postings
+of the new chunks and, over all of them, the postings' key and the HNSW index: the build
+figures are those of the whole size, the load rate that of a database already holding N.
 
 The disk a size needs: ~48 KiB a chunk (the postings two thirds of it; 100,000 chunks
 took 4.7 GiB), plus room for sorting the postings' key and the HNSW index as they build.
@@ -97,23 +103,34 @@ def set_aside(url: str) -> dict[str, str]:
     return {"hnsw": create_hnsw, "key": f"ALTER TABLE gb_fts_postings ADD {key_def}"}
 
 
-def load_chunks(url: str, n: int) -> dict[str, float]:
-    """store_bench's chunks (the same texts and vectors), a transaction per document."""
-    built = stb.build_chunks(url, n, per_document=True)
+def load_chunks(url: str, n: int, skip: int = 0) -> dict[str, float]:
+    """store_bench's chunks (the same texts and vectors), a transaction per document;
+    the first `skip` already stored."""
+    built = stb.build_chunks(url, n, per_document=True, skip=skip)
     return {"seconds": built["stored"]}
 
 
-def build_back(url: str, statements: dict[str, str]) -> dict[str, float]:
-    """What set_aside dropped, built once over the whole load, each step timed."""
+def last_keyword_row(url: str) -> int:
+    """The newest row of the keyword index: postings past it are what a grow adds."""
+    conn = open_db(url)
+    last = scalar(conn, "SELECT coalesce(max(id), 0) FROM gb_fts_artifacts")
+    conn.close()
+    return int(last)
+
+
+def build_back(url: str, statements: dict[str, str], after: int = 0) -> dict[str, float]:
+    """What set_aside dropped, built once over the whole load, each step timed; the
+    postings and statistics only of keyword rows past `after` (a grown database has
+    the others)."""
     conn = open_db(url)
     out: dict[str, float] = {}
     _timed(
         conn,
         "postings",
-        """INSERT INTO gb_fts_postings(dataset_id, term, id, tf, length)
+        f"""INSERT INTO gb_fts_postings(dataset_id, term, id, tf, length)
            SELECT f.dataset_id, w.lexeme, f.id, coalesce(array_length(w.positions, 1), 1),
                   f.length
-           FROM gb_fts_artifacts f, unnest(f.words) AS w""",
+           FROM gb_fts_artifacts f, unnest(f.words) AS w WHERE f.id > {int(after)}""",
         out,
     )
     with transaction(conn):
@@ -121,8 +138,9 @@ def build_back(url: str, statements: dict[str, str]) -> dict[str, float]:
         _timed(
             conn,
             "keyword statistics",
-            """INSERT INTO gb_fts_terms(index_name, term, rows)
-               SELECT 'artifacts', term, count(*) FROM gb_fts_postings GROUP BY term
+            f"""INSERT INTO gb_fts_terms(index_name, term, rows)
+               SELECT 'artifacts', term, count(*) FROM gb_fts_postings
+               WHERE id > {int(after)} GROUP BY term
                ON CONFLICT (index_name, term) DO UPDATE
                    SET rows = gb_fts_terms.rows + excluded.rows""",
             out,
@@ -153,11 +171,12 @@ def build_back(url: str, statements: dict[str, str]) -> dict[str, float]:
     return out
 
 
-def remembered_after(url: str) -> bool:
+def remembered_after(url: str, n: int) -> bool:
     """A chunk stored after the load is found by bm25: the triggers are back."""
     conn = open_db(url)
     ds = find_dataset(conn, stb.CHUNKS)
-    word = "zyxquokkaphant"
+    # A word of its own for each size: a grown database holds the smaller run's.
+    word = "zyxquokka" + "".join(chr(ord("a") + int(d)) for d in str(n))
     with transaction(conn):
         doc = insert_document(
             conn, dataset_id=ds.id, text=f"a {word} here", chunk_count=1, status="complete"
@@ -188,6 +207,9 @@ def main() -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="time the reads again on a --keep run's database"
     )
+    parser.add_argument(
+        "--grow", type=int, metavar="N", help="grow a kept N-chunk database to --chunks"
+    )
     args = parser.parse_args()
     n = args.chunks
     pgdata = Path(args.pgdata)
@@ -207,15 +229,22 @@ def main() -> None:
             settings = stb.pg_settings(url)
             loaded, built, after = None, None, None
         else:
-            url = stb.fresh_pg(server, name)
+            if args.grow:
+                stb._admin(server, f"ALTER DATABASE gb_scale_{args.grow} RENAME TO {name}")
+                url = str(server.get_uri(name))
+            else:
+                url = stb.fresh_pg(server, name)
             settings = stb.pg_settings(url)
             statements = set_aside(url)
+            last_row = last_keyword_row(url)
+            skip = args.grow or 0
             print(f"loading, a transaction per 100-chunk document ({stb._load()}) ...")
-            loaded = load_chunks(url, n)
-            print(f"  {n / loaded['seconds']:,.0f} chunks/s ({loaded['seconds']:,.0f} s)")
+            loaded = load_chunks(url, n, skip)
+            rate = (n - skip) / loaded["seconds"]
+            print(f"  {rate:,.0f} chunks/s ({loaded['seconds']:,.0f} s)")
             print("building what was set aside:", flush=True)
-            built = build_back(url, statements)
-            after = remembered_after(url)
+            built = build_back(url, statements, last_row)
+            after = remembered_after(url, n)
             print(f"  a chunk stored after the load is found by bm25: {after}")
         with LLMServer() as llm:
             print(f"timing searches, {args.queries} a method ({stb._load()}) ...", flush=True)
@@ -228,7 +257,7 @@ def main() -> None:
             stb._partial(out, "search")
             print(f"graph: {args.entities:,} entities, {args.facts:,} facts ...", flush=True)
             graph_s = None
-            if not args.reuse:
+            if not args.reuse and not args.grow:
                 graph_s = stb.build_graph(url, args.entities, args.facts)["seconds"]
             stb.pg_analyze(url)
             out["facts_q"] = stb.measure_facts(
@@ -237,7 +266,7 @@ def main() -> None:
             stb._partial(out, "facts_q")
         if args.real:
             real_q = np.load(os.path.join(args.real, "queries.npy")).astype(np.float32)
-            if not args.reuse:
+            if not args.reuse and not args.grow:
                 stb.build_real(url, args.real)
             count = len(np.load(os.path.join(args.real, "facts.npy"), mmap_mode="r"))
             real = stb.recall(url, stb.REAL, [q.tobytes() for q in real_q])
@@ -255,8 +284,12 @@ def main() -> None:
     print(f"{n:,} chunks ({stb.DIMENSIONS}-d); ms unless said; {end_load} at the end")
     rows = []
     if loaded and built:
+        grown = f", chunks {args.grow:,} to {n:,}" if args.grow else ""
         rows.append(
-            ("load, chunks/s (a transaction per document)", f"{n / loaded['seconds']:,.0f}")
+            (
+                f"load, chunks/s (a transaction per document{grown})",
+                f"{(n - (args.grow or 0)) / loaded['seconds']:,.0f}",
+            )
         )
         rows.append(("load, s", f"{loaded['seconds']:,.0f}"))
         for step in (

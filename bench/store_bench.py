@@ -170,13 +170,14 @@ def fresh_sqlite(path: str) -> str:
 
 
 def build_chunks(
-    target: str, n: int, seed: int = 7, *, per_document: bool = False
+    target: str, n: int, seed: int = 7, *, per_document: bool = False, skip: int = 0
 ) -> dict[str, float]:
     """n chunks in dataset CHUNKS, as search_bench.build makes them but at DIMENSIONS and
     stored as gb remember stores them: the document in a transaction, then a transaction
     per chunk (its row, keyword row and vector); with `per_document`, the document and
     its chunks in one (a big corpus loaded, pg_scale_bench.py). The same seed gives the
-    same chunks."""
+    same chunks; `skip` makes the first ones without storing them (a database grown from a
+    smaller run's)."""
     rng = random.Random(seed)
     nrng = np.random.default_rng(seed)
     topics = sb._topics()
@@ -192,6 +193,9 @@ def build_chunks(
         pieces = [next(texts) for _ in range(count)]
         doc_text = "\n\n".join(t for t, _ in pieces)
         vecs = sb._topical(nrng, topics, int(nrng.integers(sb.TOPICS)), count)
+        if made < skip:
+            made += count
+            continue
         t0 = time.perf_counter()
         whole = transaction(conn) if per_document else contextlib.nullcontext()
         with whole:
@@ -227,7 +231,7 @@ def build_chunks(
         stored += time.perf_counter() - t0
         made += count
         if made % 10_000 == 0:
-            print(f"    {made:,} chunks, {made / stored:,.0f}/s", flush=True)
+            print(f"    {made:,} chunks, {(made - skip) / stored:,.0f}/s", flush=True)
     _checkpoint(conn)
     conn.close()
     return {"stored": stored, "wall": time.perf_counter() - started}
