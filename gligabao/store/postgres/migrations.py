@@ -439,7 +439,16 @@ CREATE TABLE gb_kept_apart (
 CREATE INDEX gb_kept_apart_other ON gb_kept_apart(other_id);
 """
 
-MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10]
+# Why a stage was left pending on a chunk (an extraction cut off down to its floor), for
+# gb status; and since when an entity's summary states facts gb no longer holds (closed,
+# expired or forgotten): NULL while it follows the facts, rewritten by the next online run.
+_V11 = f"""
+ALTER TABLE gb_artifacts ADD COLUMN left_reason {_T};
+ALTER TABLE gb_entities ADD COLUMN summary_stale_at {_T};
+CREATE INDEX gb_entities_stale ON gb_entities(dataset_id) WHERE summary_stale_at IS NOT NULL;
+"""
+
+MIGRATIONS: list[str] = [_V1, _V2, _V3, _V4, _V5, _V6, _V7, _V8, _V9, _V10, _V11]
 
 SCHEMA_VERSION = len(MIGRATIONS)
 
