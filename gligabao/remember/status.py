@@ -53,6 +53,9 @@ class SyncStatus:
     # The chunks of real text whose extraction gave no entity and no fact (`index`,
     # `artifact_id`): stored whole, but a sign the model was too small for the graph.
     empty_extractions: list[dict[str, int]] = field(default_factory=list)
+    # The chunks whose graph a run left to do, and why (`index`, `artifact_id`, `reason`):
+    # their extraction was cut off even in its smallest parts.
+    graph_left: list[dict[str, Any]] = field(default_factory=list)
 
 
 def still_to_do(document: dict[str, Any], stages: Iterable[str] = ALL_STAGES) -> list[str]:
@@ -79,8 +82,9 @@ def sync_status(
         return SyncStatus(source.label, CHANGED, doc_id, _changed(conn, document, source, settings))
     owed = still_to_do(document, tuple(stages))
     if document["status"] != "complete" or owed:
-        said = " ".join(owed) or "chunks"
-        return SyncStatus(source.label, INCOMPLETE, doc_id, f"still to do: {said}")
+        left = graph_left(conn, doc_id)
+        said = f"still to do: {' '.join(owed) or 'chunks'}{_left_words(left)}"
+        return SyncStatus(source.label, INCOMPLETE, doc_id, said, graph_left=left)
     stored = artifacts.chunk_layout(conn, doc_id)
     current = layout(cut_source(source, settings))
     if stored != current:
@@ -124,6 +128,24 @@ def empty_extractions(
         and not row["edge_links"]
         and real_text(row["text"])
     ]
+
+
+def graph_left(conn: Connection, document_id: int) -> list[dict[str, Any]]:
+    """The chunks of a document whose graph a run left to do, with why (`index`,
+    `artifact_id`, `reason`)."""
+    return [
+        {"index": row["index"], "artifact_id": row["artifact_id"], "reason": row["reason"]}
+        for row in artifacts.left_reasons(conn, document_id)
+        if "extract_graph" in artifacts.pending_stages(row)
+    ]
+
+
+def _left_words(left: list[dict[str, Any]]) -> str:
+    """`; the graph of chunk 2 is left (why)`, for the status line."""
+    if not left:
+        return ""
+    numbers = ", ".join(str(e["index"] + 1) for e in left)
+    return f"; the graph of {plural(len(left), 'chunk')} {numbers} is left ({left[0]['reason']})"
 
 
 def _changed(

@@ -176,7 +176,7 @@ class Writer:
             pause("chunk-graph", piece, doc["id"])
             embedded = self._vectors(piece, artifact_id, summary_id, new_entities, new_edges)
             left = ("extract_graph",) if piece.graph_left else ()
-            artifacts.set_pending(self.conn, artifact_id, left)
+            artifacts.set_pending(self.conn, artifact_id, left, reason=piece.graph_left)
             pause("chunk-commit", piece, doc["id"])
         return Written(artifact_id, summary_id, entities, edges, invalidated, embedded)
 

@@ -52,6 +52,7 @@ __all__ = [
     "insert_derived",
     "insert_document",
     "insert_summary",
+    "left_reasons",
     "list_documents",
     "locations_of",
     "pending_documents",
@@ -629,11 +630,39 @@ def update_status(conn: Connection, artifact_id: int, status: str) -> None:
         raise NotFound(f"no artifact with id {artifact_id}")
 
 
-def set_pending(conn: Connection, artifact_id: int, stages: Iterable[str] | str) -> None:
-    """Replace the stages still to do on an artifact (e.g. ['embed'] when offline)."""
-    sql = "UPDATE gb_artifacts SET pending = ? WHERE id = ?"
-    if not write(conn, sql, (_pending(stages), artifact_id)):
+def set_pending(
+    conn: Connection,
+    artifact_id: int,
+    stages: Iterable[str] | str,
+    reason: str | None = None,
+) -> None:
+    """Replace the stages still to do on an artifact (e.g. ['embed'] when offline).
+
+    A `reason` says why they were left, for gb status; without one the reason stored
+    stays while a stage is pending, and goes once none is."""
+    pending = _pending(stages)
+    if reason is not None or not pending:
+        sql = "UPDATE gb_artifacts SET pending = ?, left_reason = ? WHERE id = ?"
+        params: tuple[Any, ...] = (pending, reason if pending else None, artifact_id)
+    else:
+        sql = "UPDATE gb_artifacts SET pending = ? WHERE id = ?"
+        params = (pending, artifact_id)
+    if not write(conn, sql, params):
         raise NotFound(f"no artifact with id {artifact_id}")
+
+
+def left_reasons(conn: Connection, document_id: int) -> list[dict[str, Any]]:
+    """The pieces of a document left with a stage pending and why, in order: `index`
+    (the chunk's, 0 for an unchunked document), `artifact_id`, `reason` and `pending`."""
+    return _rows(
+        conn,
+        """SELECT coalesce(chunk_index, 0) AS "index", id AS artifact_id,
+                  left_reason AS reason, pending
+           FROM gb_artifacts
+           WHERE (id = ? OR parent_id = ?) AND left_reason IS NOT NULL AND pending != ''
+           ORDER BY coalesce(chunk_index, 0)""",
+        (document_id, document_id),
+    )
 
 
 def add_pending(conn: Connection, artifact_id: int, stage: str) -> list[str]:

@@ -102,7 +102,12 @@ def test_an_extraction_cut_off_down_to_the_floor_leaves_the_graph_to_do(
     assert summaries == len(chunks)  # every chunk's summary is stored, the first's too
     stored = _edges_by_chunk()
     assert 0 not in stored and stored  # the others' graphs are stored
-    assert "still to do: extract_graph" in gb(gb_cli, "status", "notes.txt", code=1).stdout
+    said = gb(gb_cli, "status", "notes.txt", code=1).stdout
+    assert "still to do: extract_graph" in said and "the graph of chunk 1 is left" in said
+    assert "cut off at its output limit" in said
+    # The reason outlives the run: gb status names the chunk and why, from the store.
+    status = json.loads(gb(gb_cli, "status", "notes.txt", "--json", code=1).stdout)
+    assert status["state"] == "incomplete" and status["graph_left"] == [left]
 
     sent = [r.body["messages"][-1]["content"] for r in online.requests_for("extract_graph")]
     whole_chunk = max((x for x in sent if "Report 21." in x), key=len)
@@ -120,6 +125,9 @@ def test_an_extraction_cut_off_down_to_the_floor_leaves_the_graph_to_do(
     assert 0 in _edges_by_chunk()
     assert count("SELECT count(*) FROM gb_artifacts WHERE kind = 'chunk_summary'") == summaries
     assert_documents_complete()
+    status = json.loads(gb(gb_cli, "status", "notes.txt", "--json").stdout)
+    assert status["state"] == "in sync" and status["graph_left"] == []
+    assert count("SELECT count(*) FROM gb_artifacts WHERE left_reason IS NOT NULL") == 0
 
 
 def test_facts_without_their_quotes_are_stored_with_their_chunk_as_evidence(
