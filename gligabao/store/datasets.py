@@ -15,6 +15,7 @@ from gligabao.store import vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one, transaction
 from gligabao.store.errors import EmbeddingMismatch, NotFound
+from gligabao.store.vector_rows import INDEXES
 
 __all__ = [
     "Dataset",
@@ -114,7 +115,9 @@ def list_datasets(conn: Connection) -> list[Dataset]:
 def set_embedding(conn: Connection, dataset_id: int, model: str, dimensions: int) -> Dataset:
     """Record the dataset's embedding model and dimension, and create its vector tables.
 
-    Setting the same values again is a no-op; different ones raise EmbeddingMismatch.
+    Setting the same values again is a no-op; different ones raise EmbeddingMismatch
+    once the dataset holds a vector. Until then they replace the recorded ones: a first
+    run that stored no vector (its model made another size) does not bind the next.
     """
     if not model:
         raise ValueError("an embedding model name cannot be empty")
@@ -129,12 +132,15 @@ def set_embedding(conn: Connection, dataset_id: int, model: str, dimensions: int
             return ds
     with transaction(conn):
         ds = get_dataset(conn, dataset_id)
-        if ds.embedding_model is None:
+        recorded = (ds.embedding_model, ds.embedding_dimensions)
+        if recorded != (model, dimensions) and not vectors.has_vectors(conn, dataset_id, INDEXES):
+            # Nothing made with the recorded ones: tables of their size go with them.
+            vectors.drop_vector_tables(conn, dataset_id)
             conn.execute(
                 "UPDATE gb_datasets SET embedding_model = ?, embedding_dimensions = ? WHERE id = ?",
                 (model, dimensions, dataset_id),
             )
-        elif (ds.embedding_model, ds.embedding_dimensions) != (model, dimensions):
+        elif recorded != (model, dimensions):
             raise EmbeddingMismatch(
                 f"dataset '{ds.name}' holds vectors made with {ds.embedding_model} "
                 f"({ds.embedding_dimensions} dimensions), not {model} ({dimensions}); "

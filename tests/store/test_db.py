@@ -264,10 +264,15 @@ def test_dataset_get_or_create(conn) -> None:
 def test_embedding_mismatch_is_refused(conn) -> None:
     ds = datasets.get_or_create_dataset(conn, "default")
     assert not vectors.has_vector_tables(conn, ds.id)
+    # While the dataset holds no vector, another model or size replaces the recorded one.
+    first = datasets.set_embedding(conn, ds.id, "text-embedding-3-small", 16)
+    assert first.embedding_dimensions == 16
     got = datasets.set_embedding(conn, ds.id, "text-embedding-3-small", 8)
     assert (got.embedding_model, got.embedding_dimensions) == ("text-embedding-3-small", 8)
     assert vectors.has_vector_tables(conn, ds.id)
     assert datasets.set_embedding(conn, ds.id, "text-embedding-3-small", 8) == got
+    # The tables were made again for 8: a vector of 8 goes in, and binds the dataset.
+    vectors.upsert_vectors(conn, ds.id, "entities", [vectors.entity_row(1, [1.0] + [0.0] * 7)])
     for model, dims in (("text-embedding-3-large", 8), ("text-embedding-3-small", 16)):
         with pytest.raises(EmbeddingMismatch) as err:
             datasets.set_embedding(conn, ds.id, model, dims)

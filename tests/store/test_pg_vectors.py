@@ -110,11 +110,11 @@ def test_tables_are_made_once_checked_and_dropped(conn, ds: int) -> None:
     assert db.scalar(conn, "SELECT to_regclass(?)::oid", (f"gb_vec_{ds}_chunks",)) == oid
     with pytest.raises(EmbeddingMismatch, match="4 dimensions"):
         dispatch.ensure_vector_tables(conn, ds, 8)
-    with pytest.raises(EmbeddingMismatch):
-        datasets.set_embedding(conn, ds, "embed-model", 8)
     with pytest.raises(ValueError, match="positive"):
         dispatch.ensure_vector_tables(conn, ds, 0)
     dispatch.upsert_vectors(conn, ds, "entities", [dispatch.entity_row(1, [1, 0, 0, 0])])
+    with pytest.raises(EmbeddingMismatch):  # it holds a vector: its size is fixed
+        datasets.set_embedding(conn, ds, "embed-model", 8)
     assert not dispatch.has_vectors(conn, ds)  # chunks and summaries only, unless asked
     assert dispatch.has_vectors(conn, ds, ("entities",))
     dispatch.drop_vector_tables(conn, ds)

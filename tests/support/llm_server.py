@@ -751,6 +751,9 @@ class LLMServer:
         self.token_rate = token_rate
         self.prompt_rate = prompt_rate
         self.embed_max_tokens = embed_max_tokens
+        # Vectors of this size whatever `dimensions` asks, as a local model makes its own
+        # (None: the size asked).
+        self.embed_size: int | None = None
         self.streaming = True
         self.ignores_stream = False
         self.takes_stream_options = True
@@ -917,7 +920,7 @@ class LLMServer:
         history, and end the stalls of "timeout" faults; latency back to 0,
         structured_outputs back to True, old_max_tokens to False, timeout_sleep to 5.0,
         slow-server mode off (no slots, no rates, no embeddings limit, streaming taken),
-        the answer stage's own answer back."""
+        vectors of the size asked, the answer stage's own answer back."""
         with self._changed:
             for hold in self.holds:
                 if hold.opened is None:
@@ -940,6 +943,7 @@ class LLMServer:
             self.slots = 0
             self.token_rate = self.prompt_rate = 0.0
             self.embed_max_tokens = 0
+            self.embed_size = None
             self.streaming = self.takes_stream_options = True
             self.ignores_stream = False
 
@@ -1678,6 +1682,7 @@ class LLMServer:
             if fault.kind == "deep_body":
                 return 200, headers, _deep_body()
         self._too_large(inputs)
+        dims = self.embed_size or dims
 
         data = []
         for index, text in enumerate(inputs):
