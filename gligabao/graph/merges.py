@@ -9,7 +9,7 @@ from gligabao.store import Connection
 from gligabao.store import merges as store_merges
 from gligabao.store.datasets import Dataset
 
-__all__ = ["Merge", "list_merges", "unmerge"]
+__all__ = ["Merge", "list_merges", "merged_names", "unmerge"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,16 @@ def list_merges(
     """The dataset's merges, oldest first (from `since` on; into or out of one entity)."""
     rows = store_merges.list_merges(conn, dataset.id, since=since, entity_id=entity_id)
     return [Merge.from_row(r) for r in rows]
+
+
+def merged_names(conn: Connection, dataset: Dataset) -> dict[str, list[str]]:
+    """The names merged into each entity (merges not undone), by the entity's name as
+    stored: what else the texts called it."""
+    names: dict[str, list[str]] = {}
+    for merge in list_merges(conn, dataset):
+        if merge.undone_at is None and merge.name != merge.entity_name:
+            names.setdefault(merge.entity_name, []).append(merge.name)
+    return names
 
 
 def unmerge(conn: Connection, merge_id: int) -> Merge:

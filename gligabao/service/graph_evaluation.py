@@ -15,10 +15,12 @@ from gligabao.graph.evaluate import (
     DocumentScore,
     GoldDocument,
     relation_phrase,
+    same_entity,
     score_document,
     total,
     words_match,
 )
+from gligabao.graph.merges import merged_names
 from gligabao.store.artifacts import find_by_source
 from gligabao.store.errors import NotFound
 from gligabao.store.extraction import document_entities, document_facts, document_usage
@@ -95,6 +97,12 @@ def evaluate_graph(
         same_relation, relations = _by_meaning(config, phrases), BY_MEANING
     else:
         notice("no embeddings endpoint configured: relations compared by their words")
+    # A gold name that an extracted entity was merged under stands for the entity kept.
+    aliases = merged_names(conn, dataset)
+
+    def same_name(stored: str, gold: str) -> bool:
+        return same_entity(stored, gold, aliases)
+
     scores = [
         score_document(
             doc,
@@ -102,6 +110,7 @@ def evaluate_graph(
             document_entities(conn, doc_id),
             document_usage(conn, doc_id),
             same_relation=same_relation,
+            same_name=same_name,
         )
         for doc, doc_id, facts in found
     ]

@@ -27,6 +27,8 @@ from gligabao.graph.evaluate import (
     score_document,
     words_match,
 )
+from tests.remember.test_merges import TEXTS as MERGES_TEXTS
+from tests.remember.test_merges import extract as merges_extract
 from tests.support.helpers import gb, rows
 
 GOLD_DIR = Path(__file__).resolve().parents[1] / "support" / "gold" / "graph"
@@ -230,3 +232,27 @@ def test_graph_is_its_own_mode_and_needs_its_documents(gb_cli, gold) -> None:
     )
     result = gb_cli("eval", "--graph", "other.jsonl")
     assert result.exit_code != 0 and "nowhere.txt is not remembered" in result.stderr
+
+
+def test_a_gold_name_an_entity_was_merged_under_stands_for_the_entity_kept(
+    gb_cli, backend, online
+) -> None:
+    # "ACME corp." is merged into "Acme Corporation" and "Harbour Bank, Inc." into "The
+    # Harbour Bank" (same names but for a suffix): the gold, written from the second
+    # text, names them as it does.
+    online.extract_with = merges_extract
+    for name in ("first", "second"):
+        Path(f"{name}.txt").write_text(MERGES_TEXTS[name], encoding="utf-8")
+        gb(gb_cli, "remember", f"{name}.txt", "--quiet")
+    facts = [
+        {"source": "ACME corp.", "relation": "owes", "target": "The Harbour Bank"},
+        {"source": "Zoe Alund", "relation": "banks with", "target": "Harbour Bank, Inc."},
+    ]
+    Path("merged.jsonl").write_text(json.dumps({"source": "second.txt", "facts": facts}) + "\n")
+
+    document, _ = _lines(gb_cli, Path("merged.jsonl"))
+
+    assert (document["matched"], document["stored"], document["gold"]) == (2, 2, 2)
+    assert document["missed"] == []
+    # Each gold name stands for one stored entity: an alias merged is no duplicate.
+    assert (document["gold_entities"], document["duplicated_entities"]) == (4, 0)
