@@ -220,6 +220,7 @@ def summarize_entity_request(entities: list[dict[str, Any]]) -> ChatRequest:
         schema_name="summarize_entity",
         schema=SUMMARIZE_ENTITY_SCHEMA,
         max_output_tokens=max(512, 160 * len(entities)),
+        retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
     )
 
 

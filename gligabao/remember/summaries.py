@@ -95,7 +95,28 @@ async def _rewrite(
     batch: list[dict[str, Any]],
     facts: dict[int, list[dict[str, Any]]],
 ) -> int:
-    """One call for `batch`; the summaries stored, their vectors embedded again. How many."""
+    """One call for `batch`; the summaries stored, their vectors embedded again. How many.
+    An answer cut off at its output limit is asked again as two halves of the batch,
+    down to one entity, as resolve's batches are."""
+    try:
+        return await _rewrite_one(conn, dataset_id, calls, batch, facts)
+    except LLMError as exc:
+        if not exc.cut_off or len(batch) < 2:
+            raise
+    half = len(batch) // 2
+    parts = await asyncio.gather(
+        *(_rewrite(conn, dataset_id, calls, part, facts) for part in (batch[:half], batch[half:]))
+    )
+    return sum(parts)
+
+
+async def _rewrite_one(
+    conn: Connection,
+    dataset_id: int,
+    calls: Calls,
+    batch: list[dict[str, Any]],
+    facts: dict[int, list[dict[str, Any]]],
+) -> int:
     given = [
         {
             "id": f"e{i}",
