@@ -23,7 +23,8 @@ if TYPE_CHECKING:
     from gligabao.chunk import ChunkSettings
 
 # The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's,
-# answer gb ask's, pseudo_query gb eval --synthetic's (a query written for a chunk).
+# answer gb ask's, pseudo_query gb eval --synthetic's (a query written for a chunk),
+# summarize_entity remember's once facts an entity's summary may state have changed.
 STAGES = (
     "extract_graph",
     "summarize_chunk",
@@ -32,6 +33,7 @@ STAGES = (
     "rerank",
     "answer",
     "pseudo_query",
+    "summarize_entity",
 )
 REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"

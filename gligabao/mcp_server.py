@@ -575,7 +575,8 @@ def _facts_text(found: list[Fact]) -> str:
 
 
 def _entity_text(view: EntityView) -> str:
-    lines = [f"{view.name} ({view.type}, id {view.id}): {view.summary}".rstrip(": ")]
+    stale = " (summary stale: facts it may state changed)" if view.summary_stale_at else ""
+    lines = [f"{view.name} ({view.type}, id {view.id}): {view.summary}".rstrip(": ") + stale]
     lines += [f"  {_fact_line(f)}" for f in view.facts]
     if view.neighbours:
         near = ", ".join(f"{n['name']} ({n['depth']})" for n in view.neighbours[:20])

@@ -1097,6 +1097,15 @@ def entity_view(view: Any) -> None:
     )
     if view.summary:
         stdout.print(_indent(_text(view.summary, lines=True), 3))
+    if view.summary_stale_at:
+        stdout.print(
+            _text(
+                f"   summary stale since {view.summary_stale_at}: facts it may state changed; "
+                "the next gb remember with a chat endpoint rewrites it",
+                "yellow",
+            ),
+            soft_wrap=True,
+        )
     stdout.print(Text(f"facts ({len(view.facts)}), oldest first:", style="bold"))
     facts_list(view.facts)
     for fact in view.facts:

@@ -405,6 +405,9 @@ class EntityView:
     # it or that it came out of, oldest first.
     aliases: list[str] = field(default_factory=list)
     merges: list[Merge] = field(default_factory=list)
+    # Since when the summary may state facts gb no longer holds (None: it follows them);
+    # the next run with a chat endpoint rewrites it.
+    summary_stale_at: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -412,6 +415,7 @@ class EntityView:
             "name": self.name,
             "type": self.type,
             "summary": self.summary,
+            "summary_stale_at": self.summary_stale_at,
             "facts": [f.as_json() for f in self.facts],
             "neighbours": self.neighbours,
             "documents": self.documents,
@@ -460,6 +464,7 @@ def entity(
         documents=store_facts.entity_documents(conn, found["id"]),
         aliases=list(dict.fromkeys(aliases)),
         merges=merged,
+        summary_stale_at=found.get("summary_stale_at"),
     )
 
 

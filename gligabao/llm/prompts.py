@@ -6,7 +6,8 @@ as ``["string", "null"]``) and the output budget. The untrusted text always sits
 user messages, inside a tag the model (and the test server) can find: ``<text>``
 (extract_graph), ``<chunk>`` (summarize_chunk), ``<document>`` then ``<chunk>``
 (contextualize_chunk), ``<items>`` (resolve), ``<query>`` then ``<passages>`` (rerank),
-``<question>`` then ``<sources>`` (answer), ``<passage>`` (pseudo_query).
+``<question>`` then ``<sources>`` (answer), ``<passage>`` (pseudo_query), ``<entities>``
+(summarize_entity).
 Instructions live in the system message, so they are the same for every call of a stage
 and providers can cache them.
 """
@@ -27,6 +28,7 @@ __all__ = [
     "PSEUDO_QUERY_SCHEMA",
     "RERANK_SCHEMA",
     "RESOLVE_SCHEMA",
+    "SUMMARIZE_ENTITY_SCHEMA",
     "SUMMARIZE_SCHEMA",
     "ChatRequest",
     "answer_request",
@@ -37,6 +39,7 @@ __all__ = [
     "rerank_request",
     "resolve_request",
     "summarize_chunk_request",
+    "summarize_entity_request",
 ]
 
 
@@ -188,6 +191,36 @@ def summarize_chunk_request(chunk: str) -> ChatRequest:
         schema_name="summarize_chunk",
         schema=SUMMARIZE_SCHEMA,
         max_output_tokens=512,
+    )
+
+
+# ------------------------------------------------------------------ summarize_entity
+
+SUMMARIZE_ENTITY_SCHEMA = _obj(summaries=_array(_obj(id=_STR, summary=_STR)))
+
+_SUMMARIZE_ENTITY_SYSTEM = """\
+You rewrite the summaries of entities in a knowledge graph from the facts it holds about \
+them now. The <entities> tag holds a JSON list; each entity has an id, a name, a type and \
+its facts, each with when it held ("from", "until"; null when unknown). For each entity \
+write one or two sentences in plain prose that state only what its facts say; a fact \
+with an "until" is over: say it in the past tense. Add nothing the facts do not say. \
+Answer with JSON only: {"summaries": [{"id": "...", "summary": "..."}]}, one for each \
+entity, in the order given."""
+
+
+def summarize_entity_request(entities: list[dict[str, Any]]) -> ChatRequest:
+    """`entities`: [{"id": "e0", "name", "type", "facts": [{"fact", "from", "until"}]}]."""
+    payload = json.dumps(entities, ensure_ascii=False, separators=(",", ":"))
+    return ChatRequest(
+        stage="summarize_entity",
+        messages=(
+            {"role": "system", "content": _SUMMARIZE_ENTITY_SYSTEM},
+            {"role": "user", "content": f"<entities>\n{payload}\n</entities>"},
+        ),
+        schema_name="summarize_entity",
+        schema=SUMMARIZE_ENTITY_SCHEMA,
+        max_output_tokens=max(512, 160 * len(entities)),
+        retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
     )
 
 

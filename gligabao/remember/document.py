@@ -60,6 +60,7 @@ from gligabao.remember.resolve import (
     with_inference,
 )
 from gligabao.remember.result import PENDING, Remembered
+from gligabao.remember.summaries import follow_facts
 from gligabao.remember.write import Piece, Writer, Written, pause
 from gligabao.store import (
     Connection,
@@ -284,19 +285,39 @@ class _Run:
         found = self._find()
         if found is not None and self._whole(found):
             # Remembered whole already: no claim, no cut, no call (nightly re-imports).
-            return self._unchanged(found)
+            return await self._following_facts(self._unchanged(found))
         held = await self._claim()
         renewing = asyncio.ensure_future(self._renew(held.owner))
         done: Remembered | None = None
         try:
             done = await self._claimed(held)
-            return done
         finally:
             await _cancel([renewing])
             if done is not None:  # stored whole: the moment lives on with the document
                 claims.drop(self.conn, self.dataset.id, self.source.sha256)
             else:
                 claims.release(self.conn, self.dataset.id, self.source.sha256, held.owner)
+        return await self._following_facts(done)
+
+    async def _following_facts(self, done: Remembered) -> Remembered:
+        """The dataset's stale entity summaries rewritten from their facts, once this
+        document is stored, in a run with the graph on and a chat endpoint: what this
+        document closed or expired, and what earlier changes left (a forgotten document,
+        an offline run). A failure leaves them stale and this document remembered."""
+        if not self.llm.available or "graph" not in self._stages():
+            return done
+        async with _turn("entity summaries", self.dataset.id):
+            followed = await follow_facts(self.conn, self.dataset.id, self.calls, self.step)
+        if followed.changed:
+            done.response["summaries_rewritten"] = followed.changed
+        if followed.left:
+            done.notices.append(
+                f"{followed.left} {plural(followed.left, 'entity summary', 'entity summaries')} "
+                "whose facts "
+                f"changed could not be rewritten ({followed.failure}); they are marked stale "
+                "and the next run rewrites them"
+            )
+        return done
 
     def _find(self) -> dict[str, Any] | None:
         document = artifacts.find_document(self.conn, self.dataset.id, self.source.sha256)
@@ -413,7 +434,7 @@ class _Run:
                 "again once the server answers"
             )
             return self._offline(self._find(), result, pieces, stored, notice, PENDING)
-        async with _store_turn(self.dataset.id):
+        async with _turn("store", self.dataset.id):
             return await self._store(document, result, todo, n)
 
     def _stages(self) -> tuple[str, ...]:
@@ -948,14 +969,15 @@ class _Run:
 # a document's facts are resolved against the graph as the documents stored before it
 # left it, so two documents in flight that contradict each other are resolved as if
 # remembered one after the other, in any order (docs/usage.md, "`gb facts`").
-_turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Lock]] = (
-    weakref.WeakKeyDictionary()
-)
+# Stale summaries are rewritten by one document at a time too: two would ask the same.
+_turns: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Lock]
+] = weakref.WeakKeyDictionary()
 
 
-def _store_turn(dataset_id: int) -> asyncio.Lock:
+def _turn(what: str, dataset_id: int) -> asyncio.Lock:
     locks = _turns.setdefault(asyncio.get_running_loop(), {})
-    return locks.setdefault(dataset_id, asyncio.Lock())
+    return locks.setdefault((what, dataset_id), asyncio.Lock())
 
 
 def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass
 
 from gligabao.errors import UsageError
-from gligabao.store import dialect, fts, vectors
+from gligabao.store import dialect, entity_summaries, fts, vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, query_one, transaction
 from gligabao.store.errors import NotFound
@@ -123,13 +123,20 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
 
         # A fact closed by an edge that is now forgotten was closed on evidence that is
         # gone: it is current again.
+        reopening = _ids(
+            conn,
+            f"""SELECT id FROM gb_edges
+                WHERE invalidated_by_edge_id IN {ids_in} AND id NOT IN {ids_in}""",
+            dead_json,
+            dead_json,
+        )
         conn.execute(
             f"""UPDATE gb_edges SET invalid_at = NULL, expired_at = NULL,
                     invalidated_by_edge_id = NULL, invalidation_reason = NULL
-                WHERE invalidated_by_edge_id IN {ids_in} AND id NOT IN {ids_in}""",
-            (dead_json, dead_json),
+                WHERE id IN {ids_in}""",
+            (json.dumps(reopening),),
         )
-        reopened = conn.changes()
+        reopened = len(reopening)
 
         fts_rows += fts.indexed_rows(conn, "gb_fts_edges", dead_edges)
         fts_rows += fts.indexed_rows(conn, "gb_fts_entities", dead_entities)
@@ -138,6 +145,11 @@ def forget(conn: Connection, artifact_id: int) -> ForgetReport:
         ) + vectors.delete_vectors(
             conn, ds, "entities", [vectors.vector_id("entities", i) for i in dead_entities]
         )
+        # The summaries of the entities that stay may state what the document said, a
+        # fact deleted with it, or the end of a fact now current again.
+        gone = set(dead_entities)
+        entity_summaries.mark_ends_stale(conn, reopening)
+        entity_summaries.mark_stale(conn, [e for e in entities if e not in gone])
         conn.execute(f"DELETE FROM gb_edges WHERE id IN {ids_in}", (dead_json,))
         conn.execute(f"DELETE FROM gb_entities WHERE id IN {ids_in}", (json.dumps(dead_entities),))
 

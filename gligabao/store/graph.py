@@ -14,7 +14,7 @@ from typing import Any
 
 from gligabao.base.evidence import QuoteSpan
 from gligabao.base.names import name_key
-from gligabao.store import dialect, fts
+from gligabao.store import dialect, entity_summaries, fts
 from gligabao.store.connection import Connection
 from gligabao.store.db import insert, json_ids, now_iso, query, query_one, transaction, write
 from gligabao.store.errors import NotFound
@@ -222,6 +222,7 @@ def close_edge(
         (invalid_at, expired_at or now_iso(), by_edge_id, reason, edge_id),
     )
     if changed:
+        entity_summaries.mark_ends_stale(conn, [edge_id])
         return True
     if get_edge(conn, edge_id) is None:
         raise NotFound(f"no edge with id {edge_id}")
@@ -307,6 +308,8 @@ def settle_in_time(
                 if not later:
                     break
                 earlier = min(later, key=_began)
+    # What the entities' summaries say of a fact whose interval changed may no longer hold.
+    entity_summaries.mark_ends_stale(conn, changed)
     return list(changed.values())
 
 

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from gligabao.base.evidence import locate_quote
-from gligabao.store import artifacts, dialect, graph, vectors
+from gligabao.store import artifacts, dialect, entity_summaries, graph, vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import json_ids, now_iso, query, query_one, transaction, write
 
@@ -232,4 +232,5 @@ def expire_unstated(
                    WHERE id = ? AND expired_at IS NULL""",
                 (when, reason, row["id"]),
             )
+        entity_summaries.mark_ends_stale(conn, [row["id"] for row in rows], when)
     return len(rows)

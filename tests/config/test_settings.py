@@ -41,6 +41,7 @@ STAGES = (
     "rerank",
     "answer",
     "pseudo_query",
+    "summarize_entity",
 )
 # Every setting's default, as the docs and gligabao.toml.example state them: written out, not
 # read from gligabao.config, so that a changed default fails a test.

@@ -234,6 +234,7 @@ def test_entity_shows_its_timeline_neighbours_and_documents(gb_cli, online, text
         "name",
         "type",
         "summary",
+        "summary_stale_at",
         "facts",
         "neighbours",
         "documents",

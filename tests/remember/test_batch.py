@@ -257,7 +257,9 @@ def test_calls_of_several_documents_overlap(gb_cli, online) -> None:
     assert held.opened
     assert online.max_in_flight == 8  # overlapping, within the one `concurrency`
     requests = [r for r in online.requests if r.stage in ("extract_graph", "embed")]
-    assert len(requests) == 24  # one extraction and one embeddings request per file
+    # One extraction and one embeddings request per file, and one embeddings request for
+    # each call that rewrote summaries of entities whose facts another file closed.
+    assert len(requests) == 24 + online.calls("summarize_entity")
 
     facts = [story(100 + i).split(". ", 1)[1].strip() for i in range(12)]  # one per file
 

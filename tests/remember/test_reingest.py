@@ -107,12 +107,17 @@ def test_a_one_paragraph_edit_re_extracts_only_its_chunks(gb_cli, backend, onlin
     made = requests(online)
     assert 1 <= made["extract_graph"] <= 3 and made["summarize_chunk"] <= 3, made
     assert made["extract_graph"] == int(foretold[1])
-    # The embeddings of the extracted chunks only: one request each, holding its text.
-    assert made["embed"] == made["extract_graph"], made
+    # The embeddings of the extracted chunks only: one request each, holding its text; and
+    # one for each call that rewrote the summaries of entities whose facts the edit expired.
     new_chunks = stored_chunks(line["artifact_id"])
     changed = [c["text"] for c in new_chunks if c["text"] not in old_texts]
-    embedded = ["\n".join(r.body["input"]) for r in online.requests_for("embed") if r.status == 200]
-    assert all(any(t in e for t in changed) for e in embedded), embedded
+    embedded = [r.body["input"] for r in online.requests_for("embed") if r.status == 200]
+    of_chunks = [e for e in embedded if any(t in "\n".join(e) for t in changed)]
+    assert len(of_chunks) == made["extract_graph"], embedded
+    # The others: the rewritten summaries of entities whose facts the edit expired.
+    summaries = [text for e in embedded if e not in of_chunks for text in e]
+    assert all(": " in text for text in summaries), summaries
+    assert 0 < len(summaries) <= line["summaries_rewritten"]
     assert line["previous_version"] == {
         "artifact_id": first["artifact_id"],
         "chunks_reused": 100 - made["extract_graph"],

@@ -39,7 +39,7 @@ Chat answers are decided by the request's stage: ``response_format.json_schema.n
 the request asks for a JSON schema, otherwise inferred from tags in the last user message
 (``<items>`` resolve, ``<document>`` + ``<chunk>`` contextualize_chunk, ``<chunk>``
 summarize_chunk, ``<text>`` extract_graph, ``<passages>`` rerank, ``<sources>`` answer,
-``<passage>`` pseudo_query).
+``<passage>`` pseudo_query, ``<entities>`` summarize_entity).
 Every answer is a deterministic function of the request (only ids, ``created`` and
 ``cached_tokens`` depend on what came before).
 
@@ -99,6 +99,7 @@ STAGES = (
     "rerank",
     "answer",
     "pseudo_query",
+    "summarize_entity",
 )
 EMBED_STAGE = "embed"
 FAULT_KINDS = (
@@ -275,6 +276,15 @@ def summarize_chunk(chunk: str) -> dict[str, Any]:
     sentences = [" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+", chunk.strip())]
     summary = " ".join(s for s in sentences[:2] if s)
     return {"summary": summary[:400]}
+
+
+def summarize_entity(entities: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each entity's facts, joined: a test can tell which facts a summary was written from."""
+    summaries = []
+    for entity in entities:
+        facts = "; ".join(str(f.get("fact", "")).rstrip(".") for f in entity.get("facts") or [])
+        summaries.append({"id": entity.get("id"), "summary": f"{entity.get('name')}: {facts}."})
+    return {"summaries": summaries}
 
 
 def contextualize_chunk(document: str) -> dict[str, Any]:
@@ -1397,6 +1407,8 @@ class LLMServer:
             return "pseudo_query"
         if _has_tag(last_user, "items"):
             return "resolve"
+        if _has_tag(last_user, "entities"):
+            return "summarize_entity"
         if _has_tag(last_user, "chunk"):
             everything = "\n".join(_content_text(m.get("content")) for m in messages)
             return "contextualize_chunk" if _has_tag(everything, "document") else "summarize_chunk"
@@ -1438,6 +1450,12 @@ class LLMServer:
             return rerank(find("query").strip(), find("passages"))
         if stage == "pseudo_query":
             return pseudo_query(find("passage"))
+        if stage == "summarize_entity":
+            try:
+                return summarize_entity(json.loads(find("entities")))
+            except json.JSONDecodeError as exc:
+                said = f"summarize_entity: <entities> is not JSON ({exc})"
+                raise _Reply(400, said, "invalid_request_error") from None
         if stage == "answer":
             question, sources = find("question").strip(), answer_sources(find("sources"))
             return (self.answer_with or answer)(question, sources)
