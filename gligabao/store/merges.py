@@ -13,7 +13,7 @@ from typing import Any
 
 from gligabao.base.names import name_key
 from gligabao.errors import GbError
-from gligabao.store import dialect, graph, vectors
+from gligabao.store import dialect, entity_summaries, graph, vectors
 from gligabao.store.connection import Connection
 from gligabao.store.db import (
     insert,
@@ -278,6 +278,8 @@ def unmerge(conn: Connection, merge_id: int) -> dict[str, Any]:
             "INSERT INTO gb_kept_apart(entity_id, other_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             (min(kept, restored), max(kept, restored)),
         )
+        # The kept entity's summary may state facts that are the restored one's again.
+        entity_summaries.mark_stale(conn, [kept])
         undone = get_merge(conn, merge_id)
         assert undone is not None
         return undone
