@@ -50,6 +50,7 @@ from gligabao.llm.split import combine, halves
 from gligabao.read.sources import Source
 from gligabao.remember import diff
 from gligabao.remember.cut import chunk_lines, cut_source, said_when
+from gligabao.remember.planning import EarlyPlan, in_flight, stored_generation
 from gligabao.remember.resolve import (
     Extraction,
     Resolver,
@@ -268,6 +269,7 @@ class _Run:
         self.expired = 0
         self.notices: list[str] = []
         self._line_index: LineIndex | None = None
+        self.early: EarlyPlan | None = None  # resolution planned as extractions land
 
     def _lines(self) -> LineIndex:
         """The lines of the text stored as the document, found once a run."""
@@ -420,22 +422,34 @@ class _Run:
             self.config["embeddings.model"],
             self.config["embeddings.dimensions"],
         )
+        flying = in_flight()
+        flying[self.dataset.id] += 1
         try:
-            await self._fetch(fetch, n)
-        except FetchFailed as exc:
-            cause = exc.__cause__
-            if not (isinstance(cause, LLMError) and cause.unreachable and not self.answered):
-                raise
-            # Nothing answered at all: the server is down, not this text. A nightly import
-            # keeps the text, searchable by keyword, with its stages left for the next run.
-            notice = (
-                f"{cause}: the text and its chunks are stored and keyword-indexed, with "
-                "extraction, summaries and embeddings still to do; run the same command "
-                "again once the server answers"
-            )
-            return self._offline(self._find(), result, pieces, stored, notice, PENDING)
-        async with _turn("store", self.dataset.id):
-            return await self._store(document, result, todo, n)
+            if flying[self.dataset.id] == 1:  # alone: its plans will hold at its turn
+                resolver = Resolver(self.conn, self.dataset.id, self.valid_at)
+                self.early = EarlyPlan(resolver, fetch, self._resolve, self.dataset.id)
+            try:
+                await self._fetch(fetch, n)
+            except FetchFailed as exc:
+                cause = exc.__cause__
+                if not (isinstance(cause, LLMError) and cause.unreachable and not self.answered):
+                    raise
+                # Nothing answered at all: the server is down, not this text. A nightly
+                # import keeps the text, searchable by keyword, with its stages left for
+                # the next run.
+                notice = (
+                    f"{cause}: the text and its chunks are stored and keyword-indexed, with "
+                    "extraction, summaries and embeddings still to do; run the same command "
+                    "again once the server answers"
+                )
+                return self._offline(self._find(), result, pieces, stored, notice, PENDING)
+            async with _turn("store", self.dataset.id):
+                try:
+                    return await self._store(document, result, todo, n)
+                finally:  # a plan made before this, by another document, is stale
+                    stored_generation()[self.dataset.id] += 1
+        finally:
+            flying[self.dataset.id] -= 1
 
     def _stages(self) -> tuple[str, ...]:
         """The stages this run does: --stages, else config `stages`; with only an
@@ -640,6 +654,8 @@ class _Run:
                 where = f"chunk {piece.index + 1} of {n}: " if piece.chunk is not None else ""
                 raise FetchFailed(self.source.name, where, str(exc)) from exc
             piece.extraction = got = Extraction.from_answer(value)
+            if self.early is not None:
+                self.early.landed()  # its resolve calls go out as their chunks are planned
             piece.empty_extraction = (
                 piece.graph_left is None
                 and not got.entities
@@ -698,7 +714,8 @@ class _Run:
         try:
             await _all_or_nothing([fetch(p) for p in todo])
         except BaseException as exc:
-            await self._stop(self.embedding.values(), exc)
+            early = self.early.resolving.values() if self.early is not None else ()
+            await self._stop([*self.embedding.values(), *early], exc)
             raise
 
     async def _extract(self, piece: Piece, text: str, said_at: str, n: int) -> dict[str, Any]:
@@ -761,14 +778,7 @@ class _Run:
     async def _store(self, document, result, todo: list[Piece], n: int) -> Remembered:
         fetched = [p for p in todo if p.index not in self.reused]
         self.extracted = sum(1 for p in fetched if p.chunk is not None)
-        resolver = Resolver(self.conn, self.dataset.id, self.valid_at)
-        for piece in fetched:
-            piece.plan = resolver.plan(piece.index, piece.extraction)
-        resolving = {}
-        for batch in batches([p.plan for p in fetched]):
-            task = asyncio.ensure_future(self._resolve(batch))
-            for plan in batch.plans:
-                resolving[plan.index] = task
+        resolving = await self._planned(fetched)
         embedding = self.embedding
         written: list[Written] = []
         stored_pieces: list[Piece] = []  # written's pieces, in its order
@@ -853,6 +863,24 @@ class _Run:
         await _cancel(tasks)
         if not isinstance(exc, asyncio.CancelledError):
             await self.calls.finish()
+
+    async def _planned(self, fetched: list[Piece]) -> dict[int, asyncio.Future[None]]:
+        """Each piece's plan, and the resolve call deciding it by piece index: those made
+        as the extractions landed while they still hold, else made now."""
+        early, self.early = self.early, None
+        if early is not None and early.current:
+            return early.resolving
+        if early is not None:  # another document was stored meanwhile
+            await _cancel(early.resolving.values())
+        resolver = Resolver(self.conn, self.dataset.id, self.valid_at)
+        for piece in fetched:
+            piece.plan = resolver.plan(piece.index, piece.extraction)
+        resolving = {}
+        for batch in batches([p.plan for p in fetched]):
+            task = asyncio.ensure_future(self._resolve(batch))
+            for plan in batch.plans:
+                resolving[plan.index] = task
+        return resolving
 
     async def _resolve(self, batch) -> None:
         apply_answer(batch, await self._decide(batch.items))

@@ -445,28 +445,43 @@ def _latest(indexes: Iterable[Sequence[int]], limit: int, above: int = -1) -> It
             previous = seq
 
 
-def batches(plans: list[Plan]) -> list[Batch]:
-    """Group the undecided items of consecutive chunks into resolve calls."""
-    groups: list[list[Plan]] = []
-    size = 0
-    for plan in plans:
+class Batcher:
+    """Groups the undecided items of consecutive chunks into resolve calls, one chunk's
+    plan at a time, so that a call can be sent as soon as its chunks are planned: a group
+    is closed once it holds BATCH_ITEMS items or more (the next plan with items would
+    start a new one anyway), the last by `close`."""
+
+    def __init__(self) -> None:
+        self._group: list[Plan] = []
+        self._size = 0
+
+    def add(self, plan: Plan) -> Batch | None:
+        """The batch `plan` closes, if it closes one."""
         if not plan.undecided:
-            continue
-        if not groups or size >= BATCH_ITEMS:
-            groups.append([])
-            size = 0
-        groups[-1].append(plan)
-        size += plan.undecided
-    return [
-        Batch(
+            return None
+        self._group.append(plan)
+        self._size += plan.undecided
+        return self.close() if self._size >= BATCH_ITEMS else None
+
+    def close(self) -> Batch | None:
+        """The batch of the plans added since the last one closed, if any."""
+        if not self._group:
+            return None
+        group, self._group, self._size = self._group, [], 0
+        return Batch(
             group,
             {
                 "entities": [item for p in group for item in p.entity_items],
                 "edges": [item for p in group for item in p.edge_items],
             },
         )
-        for group in groups
-    ]
+
+
+def batches(plans: list[Plan]) -> list[Batch]:
+    """Group the undecided items of consecutive chunks into resolve calls."""
+    batcher = Batcher()
+    closed = [batcher.add(plan) for plan in plans]
+    return [b for b in (*closed, batcher.close()) if b is not None]
 
 
 # The key an answer's item carries the id of the `resolve` call that gave it under: a

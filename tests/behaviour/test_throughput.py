@@ -7,8 +7,9 @@ import asyncio
 import json
 
 from gligabao.llm.limiter import NORMAL, URGENT, Limiter
-from tests.remember.test_end_to_end import apache_bytes
-from tests.support.helpers import configure, write
+from tests.remember.test_end_to_end import apache_bytes, plan, unique_marker
+from tests.support.helpers import configure, story, write
+from tests.support.llm_server import Hold
 
 
 def test_resolve_calls_are_not_queued_behind_the_embeddings_of_later_chunks(
@@ -21,6 +22,9 @@ def test_resolve_calls_are_not_queued_behind_the_embeddings_of_later_chunks(
     assert result.exit_code == 0, result.stderr
     n = len(json.loads(result.stdout.splitlines()[-1])["chunks"])
     stages = [r.stage for r in sorted(server.requests, key=lambda r: r.started)]
+    # The summaries of entities whose facts later chunks closed are rewritten last.
+    if "summarize_entity" in stages:
+        stages = stages[: stages.index("summarize_entity")]
     resolves = [i for i, stage in enumerate(stages) if stage == "resolve"]
     embeds = [i for i, stage in enumerate(stages) if stage == "embed"]
     assert n >= 8 and resolves and len(embeds) == n
@@ -72,3 +76,33 @@ def test_an_unchanged_batch_never_loads_the_llm_sdk(gb_process, server, monkeypa
     assert statuses == ["unchanged"] * 3
     assert b"| openai\n" not in again.stderr
     assert server.calls() == 3 * 2  # an extraction and an embeddings request a note, once
+
+
+def test_resolve_is_sent_before_the_last_extraction_answer_arrives(
+    gb_cli, server, monkeypatch
+) -> None:
+    """Chunks are planned as their extractions land: a batch of resolve items goes out
+    as soon as its chunks are planned, while a later chunk's extraction is still on its
+    way (planned only once every extraction is in, no resolve call could be out then)."""
+    configure(monkeypatch, server)
+    text = story(41, paragraphs=24)  # people met again under other forms of their names
+    path = write("story.txt", text)
+    chunks = plan(text, 128)
+    marker = unique_marker(text, chunks, len(chunks) - 1)
+    # The last chunk's extraction waits in the server until a resolve call has come in
+    # (at most 10 s: the test then fails on `opened`, rather than hang).
+    held = server.hold(
+        Hold(
+            select=lambda stage, said: stage == "extract_graph" and marker in said,
+            until=lambda: bool(server.requests_for("resolve")),
+            timeout=10,
+        )
+    )
+    result = gb_cli("remember", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    assert len(json.loads(result.stdout)["chunks"]) == len(chunks) >= 8
+    assert held.opened  # a resolve call let it go, not the timeout
+    (last,) = [r for r in server.requests_for("extract_graph") if marker in str(r.body)]
+    first_resolve = min(r.started for r in server.requests_for("resolve"))
+    assert last.ended is not None and first_resolve < last.ended
+    assert len(server.requests_for("resolve")) >= 2  # the last batch after the last chunk
