@@ -252,10 +252,15 @@ def delete_vectors(conn: Connection, dataset_id: int, index_name: str, ids: Iter
 
 
 # The rows of a table whose vector id is one of the bases `b.id` or a piece of one: a
-# primary-key lookup and a range scan each.
-_OF_BASES = """FROM unnest(CAST(:bases AS text[])) AS b(id) JOIN {table} t
-    ON t.vector_id = b.id COLLATE "C"
-    OR (t.vector_id > (b.id || '.') COLLATE "C" AND t.vector_id < (b.id || '/') COLLATE "C")"""
+# primary-key lookup and a range scan each. A LATERAL subquery that cannot be pulled up
+# (OFFSET 0), so that the plan stays one lookup a base: the planner guesses the range
+# holds a ninth of the table, and as a join it scanned the whole table instead (2.6 s a
+# search at 1,000,000 chunks, with 50 bases).
+_OF_BASES = """FROM unnest(CAST(:bases AS text[])) AS b(id) CROSS JOIN LATERAL (
+    SELECT * FROM {table} v WHERE v.vector_id = b.id COLLATE "C"
+    OR (v.vector_id > (b.id || '.') COLLATE "C" AND v.vector_id < (b.id || '/') COLLATE "C")
+    OFFSET 0
+) AS t"""
 
 
 def _bases(index_name: str, row_ids: Iterable[int]) -> list[str]:
