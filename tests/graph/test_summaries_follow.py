@@ -39,7 +39,11 @@ def view_dataset(conn) -> int:
 
 def _sent(server) -> list[dict[str, Any]]:
     """The entities the last summarize_entity request gave."""
-    user = server.requests_for("summarize_entity")[-1].body["messages"][-1]["content"]
+    return _entities_of(server.requests_for("summarize_entity")[-1])
+
+
+def _entities_of(request) -> list[dict[str, Any]]:
+    user = request.body["messages"][-1]["content"]
     return json.loads(user.split("<entities>")[1].split("</entities>")[0])
 
 
@@ -133,3 +137,20 @@ def test_a_failed_rewrite_leaves_the_summary_stale_for_the_next_run(gb_cli, onli
     (line,) = _remember(gb_cli, "b.md")
     assert line["summaries_rewritten"] == 1
     assert _entity(gb_cli)["summary"] == f"{ALICE}: {ALICE} moved to Nice."
+
+
+def test_a_rewrite_cut_off_is_asked_again_in_halves(gb_cli, online) -> None:
+    _remember(gb_cli, str(write("acme.md", f"{ALICE} works at Acme Corp on 2020-01-06.\n")))
+    # An answer for more than one entity is cut off at its output limit: each is then
+    # asked alone, and every summary is written all the same.
+    online.cut_off_over["summarize_entity"] = 330
+    (done,) = _remember(
+        gb_cli, str(write("beta.md", f"{ALICE} works at Beta Labs on 2024-05-01.\n"))
+    )
+    asked = [len(_entities_of(r)) for r in online.requests_for("summarize_entity")]
+    assert asked[0] >= 2 and asked.count(1) >= 2, asked
+    assert done["summaries_rewritten"] == count(
+        "SELECT count(*) FROM gb_entities WHERE summary <> 'Mentioned in the text.'"
+    )
+    assert count("SELECT count(*) FROM gb_entities WHERE summary_stale_at IS NOT NULL") == 0
+    assert _entity(gb_cli)["summary"].startswith(f"{ALICE}: {ALICE} works at Beta Labs")

@@ -279,10 +279,13 @@ def summarize_chunk(chunk: str) -> dict[str, Any]:
 
 
 def summarize_entity(entities: list[dict[str, Any]]) -> dict[str, Any]:
-    """Each entity's facts, joined: a test can tell which facts a summary was written from."""
+    """Each entity's first three facts (the latest, as gb gives them), joined: a test can
+    tell which facts a summary was written from, and a summary stays as short as a
+    model's one or two sentences."""
     summaries = []
     for entity in entities:
-        facts = "; ".join(str(f.get("fact", "")).rstrip(".") for f in entity.get("facts") or [])
+        given = (entity.get("facts") or [])[:3]
+        facts = "; ".join(str(f.get("fact", "")).rstrip(".") for f in given)
         summaries.append({"id": entity.get("id"), "summary": f"{entity.get('name')}: {facts}."})
     return {"summaries": summaries}
 
