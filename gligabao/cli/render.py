@@ -370,7 +370,8 @@ def dry_run_view(plan: DryRun) -> None:
             f"{plural(chunks, 'chunk')}, {_n(sum(calls.values()))} "
             f"{plural(sum(calls.values()), 'call')}, {_n(sum(tokens.values()))} input "
             f"{plural(sum(tokens.values()), 'token')}; cost {cost}. Not counted: the resolve "
-            "calls and the answers embedded. Nothing stored, nothing asked.",
+            "calls, the answers embedded and the entity summaries rewritten. Nothing stored, "
+            "nothing asked.",
             "bold",
         )
     )

@@ -7,8 +7,9 @@ send it: one extraction each; for a chunk one summary, and a situating context w
 --contextual; one embeddings request each (an embed-only run: one a batch of chunks). A
 request's input tokens are its prompt's (system message, schema) and its text's. What
 only the answers decide is left out and said so: the resolve calls, which the graph
-needs only for what it cannot match alone, and the summaries, entities and facts
-embedded with each chunk. Every input is counted as new: the database is not opened.
+needs only for what it cannot match alone, the summaries, entities and facts
+embedded with each chunk, and the entity summaries rewritten once later facts close
+earlier ones. Every input is counted as new: the database is not opened.
 """
 
 from __future__ import annotations
