@@ -310,6 +310,8 @@ class _Run:
             return done
         async with _turn("entity summaries", self.dataset.id):
             followed = await follow_facts(self.conn, self.dataset.id, self.calls, self.step)
+        if done.document_id is not None:  # its calls name the run's document, as the rest
+            inferences.link_document(self.conn, self.calls.served, done.document_id)
         if followed.changed:
             done.response["summaries_rewritten"] = followed.changed
         if followed.left:
