@@ -65,10 +65,8 @@ async def follow_facts(
                 done.emptied += 1
     asked = [e for e in stale if facts.get(e["id"])]
     batches = [asked[i : i + BATCH] for i in range(0, len(asked), BATCH)]
-    outcomes = await asyncio.gather(
-        *(_rewrite(conn, dataset_id, calls, batch, facts) for batch in batches),
-        return_exceptions=True,
-    )
+    rewriter = _Rewriter(conn, dataset_id, calls, facts)
+    outcomes = await asyncio.gather(*map(rewriter.rewrite, batches), return_exceptions=True)
     for batch, outcome in zip(batches, outcomes, strict=True):
         if isinstance(outcome, (LLMError, BudgetReached)):
             done.left += len(batch)
@@ -88,61 +86,54 @@ async def follow_facts(
     return done
 
 
-async def _rewrite(
-    conn: Connection,
-    dataset_id: int,
-    calls: Calls,
-    batch: list[dict[str, Any]],
-    facts: dict[int, list[dict[str, Any]]],
-) -> int:
-    """One call for `batch`; the summaries stored, their vectors embedded again. How many.
-    An answer cut off at its output limit is asked again as two halves of the batch,
-    down to one entity, as resolve's batches are."""
-    try:
-        return await _rewrite_one(conn, dataset_id, calls, batch, facts)
-    except LLMError as exc:
-        if not exc.cut_off or len(batch) < 2:
-            raise
-    half = len(batch) // 2
-    parts = await asyncio.gather(
-        *(_rewrite(conn, dataset_id, calls, part, facts) for part in (batch[:half], batch[half:]))
-    )
-    return sum(parts)
+@dataclass
+class _Rewriter:
+    """The calls that rewrite batches of entities' summaries from `facts` (by entity)."""
 
+    conn: Connection
+    dataset_id: int
+    calls: Calls
+    facts: dict[int, list[dict[str, Any]]]
 
-async def _rewrite_one(
-    conn: Connection,
-    dataset_id: int,
-    calls: Calls,
-    batch: list[dict[str, Any]],
-    facts: dict[int, list[dict[str, Any]]],
-) -> int:
-    given = [
-        {
-            "id": f"e{i}",
-            "name": entity["name"],
-            "type": entity["type"],
-            "facts": [
-                {"fact": f["fact"], "from": f["valid_at"], "until": f["invalid_at"]}
-                for f in facts[entity["id"]]
-            ],
+    async def rewrite(self, batch: list[dict[str, Any]]) -> int:
+        """One call for `batch`; the summaries stored, their vectors embedded again. How
+        many. An answer cut off at its output limit is asked again as two halves of the
+        batch, down to one entity, as resolve's batches are."""
+        try:
+            return await self._rewrite_whole(batch)
+        except LLMError as exc:
+            if not exc.cut_off or len(batch) < 2:
+                raise
+        half = len(batch) // 2
+        return sum(await asyncio.gather(self.rewrite(batch[:half]), self.rewrite(batch[half:])))
+
+    async def _rewrite_whole(self, batch: list[dict[str, Any]]) -> int:
+        given = [
+            {
+                "id": f"e{i}",
+                "name": entity["name"],
+                "type": entity["type"],
+                "facts": [
+                    {"fact": f["fact"], "from": f["valid_at"], "until": f["invalid_at"]}
+                    for f in self.facts[entity["id"]]
+                ],
+            }
+            for i, entity in enumerate(batch)
+        ]
+        answer = await self.calls.ask(summarize_entity_request(given))
+        written = {
+            str(item.get("id")): str(item.get("summary") or "").strip()
+            for item in answer.value.get("summaries", ())
         }
-        for i, entity in enumerate(batch)
-    ]
-    answer = await calls.ask(summarize_entity_request(given))
-    written = {
-        str(item.get("id")): str(item.get("summary") or "").strip()
-        for item in answer.value.get("summaries", ())
-    }
-    new = [(entity, written[f"e{i}"]) for i, entity in enumerate(batch) if written.get(f"e{i}")]
-    if not new:
-        return 0
-    embedded = await calls.embed([f"{e['name']}: {summary}" for e, summary in new])
-    stored = 0
-    with transaction(conn):
-        for (entity, summary), pieces in zip(new, embedded, strict=True):
-            if rewrite_summary(conn, entity["id"], summary, entity["summary_stale_at"]):
-                row = vectors.entity_row(entity["id"], combine(pieces))
-                vectors.upsert_vectors(conn, dataset_id, "entities", [row])
-                stored += 1
-    return stored
+        new = [(e, written[f"e{i}"]) for i, e in enumerate(batch) if written.get(f"e{i}")]
+        if not new:
+            return 0
+        embedded = await self.calls.embed([f"{e['name']}: {summary}" for e, summary in new])
+        stored = 0
+        with transaction(self.conn):
+            for (entity, summary), pieces in zip(new, embedded, strict=True):
+                if rewrite_summary(self.conn, entity["id"], summary, entity["summary_stale_at"]):
+                    row = vectors.entity_row(entity["id"], combine(pieces))
+                    vectors.upsert_vectors(self.conn, self.dataset_id, "entities", [row])
+                    stored += 1
+        return stored
