@@ -315,11 +315,10 @@ class _Run:
         if followed.changed:
             done.response["summaries_rewritten"] = followed.changed
         if followed.left:
+            what = plural(followed.left, "entity summary", "entity summaries")
             done.notices.append(
-                f"{followed.left} {plural(followed.left, 'entity summary', 'entity summaries')} "
-                "whose facts "
-                f"changed could not be rewritten ({followed.failure}); they are marked stale "
-                "and the next run rewrites them"
+                f"{followed.left} {what} whose facts changed could not be rewritten "
+                f"({followed.failure}); they are marked stale and the next run rewrites them"
             )
         return done
 
