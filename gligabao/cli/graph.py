@@ -65,14 +65,8 @@ def facts_command(
         session=session,
         k=limit,
     )
-    if as_json:
-        for fact in shown:
-            render.json_line(fact.as_json())
-        return
-    if not shown:
-        render.notice("no facts" + (f" for {query!r}" if query else ""))
-        return
-    render.facts_list(shown)
+    none = "no facts" + (f" for {query!r}" if query else "")
+    render.listing(shown, as_json, none, render.facts_list)
 
 
 @command("entity")
@@ -133,14 +127,8 @@ def entities_command(
     """
     service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     shown = service.entities(query, k=limit)
-    if as_json:
-        for item in shown:
-            render.json_line(item.as_json())
-        return
-    if not shown:
-        render.notice("no entities" + (f" for {query!r}" if query else ""))
-        return
-    render.entities_table(shown)
+    none = "no entities" + (f" for {query!r}" if query else "")
+    render.listing(shown, as_json, none, render.entities_table)
 
 
 @command("path")

@@ -31,14 +31,8 @@ def merges_command(
     """
     service = memory(config_path, {"database": db, "schema": schema, "dataset": dataset})
     shown = service.merges(since=since)
-    if as_json:
-        for merge in shown:
-            render.json_line(merge.as_json())
-        return
-    if not shown:
-        render.notice("no merges" + (f" since {since}" if since else ""))
-        return
-    render.merges_list(shown)
+    none = "no merges" + (f" since {since}" if since else "")
+    render.listing(shown, as_json, none, render.merges_list)
 
 
 @command("unmerge")

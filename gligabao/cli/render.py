@@ -733,6 +733,18 @@ def notice(message: str) -> None:
     stderr.print(_text(f"gb: {message}", lines=True))
 
 
+def listing(items: Sequence[Any], as_json: bool, none: str, draw: Callable[[Any], None]) -> None:
+    """A listing command's output: a JSON line an item with --json; else `draw(items)`,
+    or, when there is none, the notice `none` (standard output stays empty)."""
+    if as_json:
+        for item in items:
+            json_line(item.as_json())
+    elif not items:
+        notice(none)
+    else:
+        draw(items)
+
+
 def result_line(result: Remembered) -> None:
     r = result.response
     chunks = (
