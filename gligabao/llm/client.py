@@ -28,10 +28,12 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.base.redact import safe_url, scrub
 from gligabao.base.words import counted
+from gligabao.chunk.tokens import ESTIMATOR
 from gligabao.config import Config
 from gligabao.llm import float32, wire
 from gligabao.llm.endpoint import (
@@ -58,6 +60,7 @@ from gligabao.llm.endpoint import (
 from gligabao.llm.float32 import Float32
 from gligabao.llm.limiter import NORMAL, URGENT, Limiter, Slot
 from gligabao.llm.prompts import ChatRequest
+from gligabao.llm.salvage import repeat_start, salvaged
 from gligabao.llm.schema import (
     SchemaMismatch,
     TooDeep,
@@ -67,7 +70,7 @@ from gligabao.llm.schema import (
     repaired,
 )
 from gligabao.llm.split import InputLimit, Plan, combine
-from gligabao.llm.streaming import Assembled, NoEvents, OnContent
+from gligabao.llm.streaming import REPEATED, Assembled, NoEvents, OnContent
 
 if TYPE_CHECKING:
     # The SDK is imported where a request is first made: its ~650 models take longer to
@@ -413,7 +416,7 @@ class LLM:
                 log.info("%s (%s): %s; asking again", stage, model, problem)
                 continue
             choices = getattr(response, "choices", None) or []
-            cut_off = bool(choices) and choices[0].finish_reason == "length"
+            cut_off = bool(choices) and choices[0].finish_reason in ("length", REPEATED)
             raise LLMError(stage, model, problem, inference=inference, cut_off=cut_off)
 
     def _chat_kwargs(
@@ -466,6 +469,11 @@ class LLM:
             async for chunk in stream:
                 slot.receiving()
                 assembled.add(wire.fields(chunk))
+                if assembled.looping():
+                    break  # leaving the stream closes it: the server stops generating
+        if assembled.usage is None and assembled.pieces and assembled.stopped:
+            # A stream left early never gets its usage: count what was sent and received.
+            assembled.usage = _estimated_usage(kwargs["messages"], assembled.pieces)
         return assembled.done()
 
     def _adapt(self, err: LLMError, lenient: bool, sent: Mapping[str, Any]) -> bool:
@@ -531,7 +539,12 @@ class LLM:
         if not choices:
             return {}, "the answer held no choices", True
         choice = choices[0]
-        if choice.finish_reason == "length":
+        if choice.finish_reason in ("length", REPEATED):
+            kept = _before_the_loop(request, choice.message.content or "")
+            if kept is not None:
+                return kept, None, False
+            if choice.finish_reason == REPEATED:
+                return {}, "the answer repeated itself (stopped)", request.retry_cut_off
             return {}, "the answer was cut off (finish_reason length)", request.retry_cut_off
         if choice.finish_reason == "content_filter":
             return {}, "the answer was withheld by the content filter", False
@@ -912,6 +925,29 @@ def _attempts(on_content: OnContent | None) -> Callable[[], OnContent | None]:
         return on_content
 
     return attempt
+
+
+def _before_the_loop(request: ChatRequest, content: str) -> dict[str, Any] | None:
+    """An answer that looped, as far as it said sound things before the loop: its lists'
+    whole items, checked as any answer is. None when it did not loop, or nothing of it
+    holds."""
+    at = repeat_start(content)
+    if at is None:
+        return None
+    value = salvaged(content[:at], request.answer_schema or request.schema)
+    if value is None:
+        return None
+    try:
+        return repaired(checked(request, value))
+    except ValueError:
+        return None
+
+
+def _estimated_usage(messages: Sequence[Mapping[str, Any]], pieces: int) -> Any:
+    """The usage of an answer left before its end: the prompt's estimated tokens, and a
+    token for each piece received (servers stream about one a piece)."""
+    prompt = sum(ESTIMATOR.count(str(m.get("content") or "")) for m in messages)
+    return SimpleNamespace(prompt_tokens=prompt, completion_tokens=pieces)
 
 
 def _only_reasoning(response: Any) -> bool:

@@ -19,7 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Assembled", "FieldText", "NoEvents", "OnContent"]
+from gligabao.llm.salvage import repeat_start
+
+__all__ = ["REPEATED", "Assembled", "FieldText", "NoEvents", "OnContent"]
+
+# The finish reason of an answer gb stopped reading because it repeats itself.
+REPEATED = "repeated"
+# How much new text comes between two looks for a loop: each look reads the whole answer.
+_LOOK_EVERY = 256
 
 # Told each piece of a streamed answer's content as it comes; None when an answer begins
 # again (an unusable one asked for once more): what came before it is void.
@@ -53,6 +60,10 @@ class Assembled:
     _refusal: list[str] = field(default_factory=list)
     _finish: str | None = None
     _choices: bool = False
+    _length: int = 0
+    _next_look: int = _LOOK_EVERY
+    # Content pieces received: a server sends about one token a piece.
+    pieces: int = 0
     on_content: OnContent | None = None
 
     def add(self, chunk: Any) -> None:
@@ -68,12 +79,30 @@ class Assembled:
             delta = getattr(choice, "delta", None)
             if getattr(delta, "content", None):
                 self._content.append(delta.content)
+                self.pieces += 1
+                self._length += len(delta.content)
                 if self.on_content is not None:
                     self.on_content(delta.content)
             if getattr(delta, "refusal", None):
                 self._refusal.append(delta.refusal)
             if getattr(choice, "finish_reason", None):
                 self._finish = choice.finish_reason
+
+    def looping(self) -> bool:
+        """Whether the answer so far has begun to repeat itself (looked at every
+        `_LOOK_EVERY` characters); once it has, its finish reason is REPEATED."""
+        if self._length < self._next_look:
+            return False
+        self._next_look = self._length + _LOOK_EVERY
+        if repeat_start("".join(self._content)) is None:
+            return False
+        self._finish = REPEATED
+        return True
+
+    @property
+    def stopped(self) -> bool:
+        """Whether gb stopped reading it because it repeats itself."""
+        return self._finish == REPEATED
 
     @property
     def choices(self) -> list[_Choice]:

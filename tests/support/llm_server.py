@@ -119,6 +119,7 @@ FAULT_KINDS = (
     "think_only",  # chat: only a <think> block, no JSON after it (a small reasoning model)
     "no_quotes",  # extract_graph: the edges without their "quote"
     "empty_graph",  # extract_graph: no entity and no fact, whatever the text
+    "loop",  # chat: the answer's last list item again and again, up to the output limit
     "nan_vector",  # embeddings: the last vector (a chunk's: its summary's) all NaN
     "null_vector",  # ...all null (how llama.cpp writes NaN)
     "zero_vector",  # ...all zeros
@@ -563,6 +564,27 @@ def _with_surrogate(answer: Any) -> Any:
             if isinstance(value, dict | list):
                 pending.append(value)
     return answer
+
+
+def _looping(answer: dict[str, Any], limit: Any) -> str:
+    """`answer` as a small model in a loop writes it: its last non-empty list's last item
+    (without a list: its last string's words) written again and again, never closed,
+    past the output limit (cut there after)."""
+    lists = [key for key, value in answer.items() if isinstance(value, list) and value]
+    strings = [key for key, value in answer.items() if isinstance(value, str) and value]
+    if not lists and not strings:
+        return json.dumps(answer)
+    key = (lists or strings)[-1]
+    others = json.dumps({k: v for k, v in answer.items() if k != key})[:-1]
+    start = f"{others}{', ' if len(others) > 1 else ''}{json.dumps(key)}: "
+    if lists:  # the list's items, then its last again
+        text = start + "[" + ", ".join(json.dumps(item) for item in answer[key])
+        again = ", " + json.dumps(answer[key][-1])
+    else:  # the string's words, then again, inside the one string
+        text = start + json.dumps(answer[key])[:-1]
+        again = " " + json.dumps(answer[key])[1:-1]
+    size = 4 * (limit if isinstance(limit, int) and limit > 0 else 4096) + len(again)
+    return text + again * (1 + (size - len(text)) // len(again))
 
 
 def _content_text(content: Any) -> str:
@@ -1590,6 +1612,8 @@ class LLMServer:
             content = json.dumps(answer, ensure_ascii=False)
         elif fault is not None and fault.kind == "empty_graph":
             content = json.dumps({"entities": [], "edges": []})
+        elif fault is not None and fault.kind == "loop":
+            content = _looping(answer, body.get("max_completion_tokens") or body.get("max_tokens"))
         elif self._cut_off(stage, messages):
             content = content[: max(1, len(content) // 2)]
             finish = "length"
