@@ -10,8 +10,8 @@ from typing import Any
 
 from gligabao.config import load_config
 from gligabao.llm import LLM, extract_graph_request, summarize_chunk_request
-from gligabao.llm.salvage import repeat_start, salvaged
 from gligabao.llm.prompts import EXTRACT_GRAPH_ANSWER_SCHEMA
+from gligabao.llm.salvage import repeat_start, salvaged
 from tests.support.helpers import gb
 from tests.support.llm_server import Fault, LLMServer, extract_graph
 
