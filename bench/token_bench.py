@@ -23,6 +23,9 @@ Run from the repository root, with the real model serving on 18790::
     OPENAI_BASE_URL=http://127.0.0.1:18790/v1 OPENAI_API_KEY=sk-local \\
         python bench/token_bench.py --model /tmp/realllm/qwen.gguf --dimensions 896
 
+`--keep DIR` keeps the database; `--keep DIR --reuse` reads its figures again without
+remembering anything.
+
 Without OPENAI_BASE_URL the tests' deterministic server answers (a check of the bench,
 not a figure).
 """
@@ -85,6 +88,23 @@ class Tokenizer:
         return self.cache[text]
 
 
+def _add_field_costs(costs: dict[str, int], answer: object, tokenizer: Tokenizer) -> None:
+    """What each field of an extraction answer took: its key and value as the answer
+    writes them (`"quote": "..."`), by the server's tokenizer; `entities.name` and so on."""
+    if isinstance(answer, str):
+        try:
+            answer = json.loads(answer)
+        except ValueError:
+            return
+    if not isinstance(answer, dict):
+        return
+    for kind in ("entities", "edges"):
+        for item in answer.get(kind) or ():
+            for key, value in item.items() if isinstance(item, dict) else ():
+                piece = f"{json.dumps(key)}: {json.dumps(value, ensure_ascii=False)}"
+                costs[f"{kind}.{key}"] += tokenizer.count(piece)
+
+
 def _serialized(request: dict) -> str:
     """A chat request's messages as one text, in the order a model reads them."""
     return "".join(f"<{m['role']}>{m['content']}" for m in request.get("messages", []))
@@ -104,6 +124,9 @@ def main() -> None:
     parser.add_argument("--model", default=None, help="the chat model (gb -m)")
     parser.add_argument("--dimensions", type=int, default=None, help="embedding dimensions")
     parser.add_argument("--keep", type=Path, default=None, help="keep the database here")
+    parser.add_argument(
+        "--reuse", action="store_true", help="read the figures of the database in --keep again"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
 
@@ -123,17 +146,19 @@ def main() -> None:
     folder = args.keep or Path(tempfile.mkdtemp(prefix="token-bench-"))
     folder.mkdir(parents=True, exist_ok=True)
     db = folder / "tokens.db"
-    if db.exists():
-        db.unlink()
     common = ["--db", str(db)]
-    remember = ["remember", str(args.file), "--json", *common]
-    if args.model:
-        remember += ["-m", args.model]
-    started = time.perf_counter()
-    proc = _gb(remember, env)
-    wall = time.perf_counter() - started
-    if proc.returncode != 0:
-        sys.exit(f"gb remember exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
+    wall = 0.0
+    if not (args.reuse and db.exists()):
+        if db.exists():
+            db.unlink()
+        remember = ["remember", str(args.file), "--json", *common]
+        if args.model:
+            remember += ["-m", args.model]
+        started = time.perf_counter()
+        proc = _gb(remember, env)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            sys.exit(f"gb remember exited {proc.returncode}: {proc.stderr.strip()[-2000:]}")
 
     listed = _gb(["inferences", "--json", "-n", "100000", *common], env)
     calls = [json.loads(line) for line in listed.stdout.splitlines() if line.strip()]
@@ -142,6 +167,7 @@ def main() -> None:
 
     by_stage: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     sent: list[str] = []
+    field_costs: dict[str, int] = defaultdict(int)
     repeated = prompt_total = 0
     for call in calls:
         stage = by_stage[call["stage"]]
@@ -152,6 +178,8 @@ def main() -> None:
             continue
         prompt_total += call.get("input_tokens") or 0
         detail = json.loads(_gb(["inferences", str(call["id"]), "--json", *common], env).stdout)
+        if call["stage"] == "extract_graph":
+            _add_field_costs(field_costs, detail.get("answer"), tokenizer)
         text = _serialized(detail.get("request") or {})
         shared = max((_common_prefix(text, earlier) for earlier in sent), default=0)
         if shared:
@@ -177,6 +205,7 @@ def main() -> None:
         "llm_tokens": chat_tokens,
         "llm_tokens_per_document_token": round(chat_tokens / doc_tokens, 3),
         "prompt_tokens_repeated_share": round(repeated / prompt_total, 3) if prompt_total else None,
+        "extract_graph_field_tokens": dict(sorted(field_costs.items(), key=lambda kv: -kv[1])),
     }
     if server is not None:
         server.stop()
@@ -189,6 +218,12 @@ def main() -> None:
         print(
             f"{name:<20}{v['calls']:>6}{v['prompt']:>9}{v['completion']:>12}"
             f"{v['per_document_token']:>15.3f}"
+        )
+    fields = figures["extract_graph_field_tokens"]
+    if fields:
+        print(
+            "extract_graph answers, tokens by field: "
+            + ", ".join(f"{k} {v}" for k, v in fields.items())
         )
     ratio = figures["llm_tokens_per_document_token"]
     print(f"LLM tokens (chat stages) per document token: {ratio:.3f}")

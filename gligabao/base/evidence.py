@@ -1,10 +1,12 @@
 """Evidence, to the line: where a chunk states a fact (a chunk has to point home: offsets
 are carried, never recovered by searching the whole document).
 
-The extraction gives each fact a short quote of its chunk. `locate_quote` finds it in the
-chunk's exact text, as given first, then tolerantly (any run of whitespace for a space,
-any case), and turns the match into UTF-8 byte offsets in the document by the chunk's own
-start offset. A quote not found leaves the chunk's span standing for it, not exact.
+The extraction gives each fact the first words of the sentence of its chunk that states
+it (a model copying whole sentences pays for each word twice). `locate_quote` finds them
+in the chunk's exact text, as given first, then tolerantly (any run of whitespace for a
+space, any case), reaches on to the end of their sentence, and turns that span into UTF-8
+byte offsets in the document by the chunk's own start offset. A quote not found leaves
+the chunk's span standing for it, not exact.
 """
 
 from __future__ import annotations
@@ -15,13 +17,18 @@ from dataclasses import dataclass
 __all__ = ["QuoteSpan", "locate_quote"]
 
 _MAX_QUOTE = 2000  # characters kept of a quote: an answer is not a place to store a chunk
+# A sentence ends at . ! or ? (a closing quote or bracket after it) before a space, or at
+# a blank line. One that runs on longer than _MAX_REACH (a list, code) ends at the words.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s|$)|\n[ \t]*\n")
+_MAX_REACH = 600
 
 
 @dataclass(frozen=True, slots=True)
 class QuoteSpan:
-    """Where a chunk states a fact: the extraction's quote, its UTF-8 byte span in the
-    document (None: unknown, the chunk's span stands for it), and whether the quote was
-    found in the chunk's text as given (exact) or only tolerantly, or not at all."""
+    """Where a chunk states a fact: the passage found (the extraction's words where none
+    was), its UTF-8 byte span in the document (None: unknown, the chunk's span stands for
+    it), and whether the words were found in the chunk's text as given (exact) or only
+    tolerantly, or not at all."""
 
     quote: str | None
     start_offset: int | None
@@ -47,6 +54,20 @@ def locate_quote(quote: str | None, chunk_text: str, chunk_start: int = 0) -> Qu
 
 
 def _span(quote: str, text: str, base: int, start: int, end: int, *, exact: bool) -> QuoteSpan:
+    end = _sentence_end(text, start, end)
     start_byte = base + len(text[:start].encode("utf-8"))
     end_byte = start_byte + len(text[start:end].encode("utf-8"))
-    return QuoteSpan(quote, start_byte, end_byte, exact)
+    # The passage found is the quote kept: the model gave only its first words.
+    return QuoteSpan(text[start:end][:_MAX_QUOTE], start_byte, end_byte, exact)
+
+
+def _sentence_end(text: str, start: int, end: int) -> int:
+    """The end of the sentence that the words at `start`..`end` begin: `end` itself when
+    they end one, or when no end comes within reach."""
+    for found in _SENTENCE_END.finditer(text, start, min(len(text), end + _MAX_REACH)):
+        if found.group().startswith("\n"):
+            if found.start() >= end:
+                return found.start()
+        elif found.end() >= end:
+            return found.end()
+    return end

@@ -125,23 +125,16 @@ RESOLVE_SCHEMA = _obj(
 # ------------------------------------------------------------------ extract_graph
 
 _EXTRACT_SYSTEM = """\
-You extract a temporal knowledge graph from a text. Read the text in the <text> tag and \
-answer with JSON only.
-
-Entities: the people, organizations, places, products, events and other named things \
-the text speaks about. For each: "name" as the text gives it in full (never a pronoun), \
-"type" as one capitalized word (Person, Organization, Place, Product, Event, Concept...), \
-"summary" one short sentence on what the text says about it.
-
-Edges: the facts the text states between two entities. For each: "source" and "target" \
-exactly as the names of two entities you listed, "relation" in UPPER_SNAKE_CASE \
-(WORKS_AT, LIVES_IN, FOUNDED), "fact" one self-contained sentence stating it, "quote" \
-the shortest passage of the text that states it, copied character for character, "valid_at" \
-when the fact became true and "invalid_at" when it stopped being true, both as ISO-8601 \
-UTC date-times (2024-03-01T00:00:00Z), or null when the text does not say. Resolve \
-relative dates ("yesterday", "last March", "two years ago") against the reference time.
-
-Use only what the text says; invent nothing. A text with no entities gives empty lists."""
+Extract a temporal knowledge graph from the text in <text>. Answer with JSON only.
+"entities": the named things it speaks of (people, organizations, places, products, \
+events, concepts): "name" in full as written (never a pronoun), "type" one capitalized \
+word, "summary" what the text says of it in at most 12 words.
+"edges": the facts it states between two of them: "source" and "target" their names as \
+listed, "relation" in UPPER_SNAKE_CASE, "fact" one self-contained sentence of at most 20 \
+words, "quote" the first words (up to eight) of the text's sentence stating it, copied \
+exactly, "valid_at" and "invalid_at" when it became and stopped being true (ISO-8601 \
+UTC; relative dates from the reference time), else null.
+Only what the text says; nothing named: empty lists."""
 
 
 def _iso(moment: datetime | str) -> str:
@@ -153,10 +146,7 @@ def _iso(moment: datetime | str) -> str:
 
 
 def extract_graph_request(text: str, reference_time: datetime | str) -> ChatRequest:
-    user = (
-        f"Reference time (resolve relative dates against it): {_iso(reference_time)}\n\n"
-        f"<text>\n{text}\n</text>"
-    )
+    user = f"Reference time: {_iso(reference_time)}\n\n<text>\n{text}\n</text>"
     return ChatRequest(
         stage="extract_graph",
         messages=(
@@ -175,10 +165,9 @@ def extract_graph_request(text: str, reference_time: datetime | str) -> ChatRequ
 # ------------------------------------------------------------------ summarize_chunk
 
 _SUMMARIZE_SYSTEM = """\
-You summarize one chunk of a document, given in the <chunk> tag. Write a faithful \
-summary of two to four sentences in plain prose. Name the people, organizations, places \
-and dates that matter; keep every figure exactly as written; add nothing that is not in \
-the chunk. Answer with JSON only: {"summary": "..."}."""
+Summarize the chunk of a document in the <chunk> tag faithfully, in two to four \
+sentences: name the people, organizations, places and dates that matter, keep figures \
+exact, add nothing. Answer with JSON only: {"summary": "..."}."""
 
 
 def summarize_chunk_request(chunk: str) -> ChatRequest:

@@ -51,7 +51,7 @@ def test_a_quote_is_found_exactly_then_tolerantly_and_placed_on_its_lines() -> N
     checked = check(answer, sources)
     assert [(c.quote, c.exact, c.line_start, c.where) for c in checked.citations] == [
         ("It chose Greta.", True, 13, "notes.md:13"),
-        ("The board met in Quito", False, 12, "notes.md:12"),
+        ("The board met in Quito.", False, 12, "notes.md:12"),  # to its sentence's end
     ]
     assert [d.why for d in checked.dropped] == [
         "the quote is not in source [1]",

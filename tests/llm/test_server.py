@@ -510,7 +510,7 @@ def test_extract_graph_heuristics():
             "target": "Eve",
             "relation": "SAW_AND",
             "fact": "In 2020-01-02 Bob saw Bob and Eve at home.",
-            "quote": "In 2020-01-02 Bob saw Bob and Eve at home.",
+            "quote": "In 2020-01-02 Bob saw Bob and Eve at",  # its first eight words
             "valid_at": "2020-01-02T00:00:00Z",
             "invalid_at": None,
         }

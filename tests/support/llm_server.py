@@ -264,13 +264,15 @@ def extract_graph(text: str) -> dict[str, Any]:
 
 
 def _quote(sentence: str) -> str:
-    """The sentence itself, as a careful model quotes; with "reportedly" in it, in other
-    case and spacing (found only tolerantly); with "allegedly", a paraphrase (not found)."""
+    """The sentence's first eight words, as the prompt asks; with "reportedly" in it, in
+    other case and spacing (found only tolerantly); with "allegedly", a paraphrase (not
+    found)."""
     if "allegedly" in sentence:
         return "It is said that " + sentence.lower()
+    words = sentence.split(" ")[:8]
     if "reportedly" in sentence:
-        return "  ".join(sentence.upper().split())
-    return sentence
+        return "  ".join(" ".join(words).upper().split())
+    return " ".join(words)
 
 
 def summarize_chunk(chunk: str) -> dict[str, Any]:
