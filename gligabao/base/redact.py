@@ -11,6 +11,8 @@ __all__ = ["mask", "safe_url", "scrub"]
 
 # Query parameters whose values are credentials (api_key, access_token, sig, ...).
 _SECRET_PARAM = re.compile(r"(?i)key|token|secret|passw|auth|sig|credential")
+_BEARER = re.compile(r"(?i)(bearer\s+)\S+")
+_OPENAI_KEY = re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}")
 
 
 def mask(secret: str) -> str:
@@ -25,8 +27,13 @@ def scrub(text: str, secrets: Sequence[str | None] = ()) -> str:
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "****")
-    text = re.sub(r"(?i)(bearer\s+)\S+", r"\1****", text)
-    return re.sub(r"\bsk-[A-Za-z0-9_\-]{8,}", "sk-****", text)
+    # Each pattern only where its words are: every call's request is scrubbed for its
+    # record, and a regex scan of a few KiB costs ~50 us where `in` costs ~1.
+    if "bearer" in text.lower():
+        text = _BEARER.sub(r"\1****", text)
+    if "sk-" in text:
+        text = _OPENAI_KEY.sub("sk-****", text)
+    return text
 
 
 def safe_url(url: str) -> str:

@@ -833,11 +833,14 @@ class _Run:
             await self._stop([*resolving.values(), *embedding.values()], exc)
             raise
         left = [p for p in todo if p.graph_left]
-        artifacts.set_pending(self.conn, document["id"], ("extract_graph",) if left else ())
-        # Facts only an older version stated expire once this one's graph is all stored.
-        document = self._complete(document, whole=not left)
         status = "remembered" if not todo or len(todo) == max(n, 1) else "completed"
-        done = self._remembered(document, written, PENDING if left else status)
+        # One commit, not three a document: a kill before it leaves the document as its
+        # last chunk left it, which the next run completes all the same.
+        with transaction(self.conn):
+            artifacts.set_pending(self.conn, document["id"], ("extract_graph",) if left else ())
+            # Facts only an older version stated expire once this one's graph is all stored.
+            document = self._complete(document, whole=not left)
+            done = self._remembered(document, written, PENDING if left else status)
         by_index = {p.index: w.artifact_id for p, w in zip(stored_pieces, written, strict=True)}
         if left:
             done.response["graph_left"] = [

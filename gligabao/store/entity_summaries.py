@@ -74,16 +74,20 @@ def current_facts_of(
     latest begun first; each with its interval. A fact another closed is held as history
     (it held until then); one expired without a successor (no version states it any
     more) is not."""
-    ids = json_ids(entity_ids)
+    # Cut to `most` by the database: a hub's thousand facts are not each made a row here.
     rows = query(
         conn,
-        f"""WITH ent(id) AS {dialect.of(conn).id_list("?")}
-            SELECT ent.id AS entity_id, g.id, g.fact, g.valid_at, g.invalid_at
-            FROM ent JOIN gb_edges g
-              ON (g.source_entity_id = ent.id OR g.target_entity_id = ent.id)
-            WHERE g.expired_at IS NULL OR g.invalidated_by_edge_id IS NOT NULL
-            ORDER BY ent.id, coalesce(g.valid_at, '') DESC, g.fact, g.id""",
-        (ids,),
+        f"""WITH ent(id) AS {dialect.of(conn).id_list("?")},
+            ranked AS (
+              SELECT ent.id AS entity_id, g.id, g.fact, g.valid_at, g.invalid_at,
+                     row_number() OVER (PARTITION BY ent.id
+                       ORDER BY coalesce(g.valid_at, '') DESC, g.fact, g.id) AS n
+              FROM ent JOIN gb_edges g
+                ON (g.source_entity_id = ent.id OR g.target_entity_id = ent.id)
+              WHERE g.expired_at IS NULL OR g.invalidated_by_edge_id IS NOT NULL)
+            SELECT entity_id, id, fact, valid_at, invalid_at FROM ranked WHERE n <= ?
+            ORDER BY entity_id, n""",
+        (json_ids(entity_ids), most),
     )
     facts: dict[int, list[dict[str, Any]]] = {}
     for row in rows:

@@ -384,30 +384,44 @@ def current_edges_touching(
         )
     if not ends:
         return []
-    order = "e.id"
+    order, keys, outer = "e.id", "", "e.id"
     if nearest is not None:
-        # Current facts first: a hub's closed history must not crowd them out.
-        order = """(e.invalid_at IS NULL AND e.expired_at IS NULL) DESC,
-                   CASE WHEN s.name_norm = :a THEN 1 ELSE 0 END
-                   + CASE WHEN t.name_norm = :b THEN 1 ELSE 0 END DESC, e.id DESC"""
+        # Current facts first: a hub's closed history must not crowd them out. The ends'
+        # names are matched by id, so that the order needs no join.
+        current = "(e.invalid_at IS NULL AND e.expired_at IS NULL)"
+        named = "(SELECT id FROM gb_entities WHERE dataset_id = :d AND name_norm = {})"
+        keys = f""", {current} AS cur,
+            CASE WHEN e.source_entity_id IN {named.format(":a")} THEN 1 ELSE 0 END
+            + CASE WHEN e.target_entity_id IN {named.format(":b")} THEN 1 ELSE 0 END AS near"""
+        order = "cur DESC, near DESC, e.id DESC"
+        outer = "top.cur DESC, top.near DESC, e.id DESC"
     a, b = nearest if nearest is not None else (None, None)
+    # The facts are put in order and cut to `limit` by their ids first, then only those
+    # kept are read whole with their ends' names: a hub's facts (a thousand around one
+    # entity) are not all joined and sorted with every column. The limit is written into
+    # the SQL, not bound (see fts.entity_candidates).
     return query(
         conn,
-        f"""WITH ends(id) AS {dialect.of(conn).id_list(":ids")}
+        f"""WITH ends(id) AS {dialect.of(conn).id_list(":ids")},
+            top AS (
+              SELECT e.id{keys}
+              FROM gb_edges e
+              WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN (SELECT id FROM ends)
+                             UNION SELECT id FROM gb_edges
+                             WHERE target_entity_id IN (SELECT id FROM ends))
+                -- Unary +: found by their ids above, never by scanning the dataset's edges
+                -- (the planner's pick otherwise, which grows with the whole graph).
+                AND +e.dataset_id = :d
+                AND (:closed = 1 OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
+              ORDER BY {order}
+              LIMIT {dialect.NO_LIMIT if limit is None else int(limit)})
             SELECT e.*, s.name AS source_name, s.name_norm AS source_norm,
                    t.name AS target_name, t.name_norm AS target_norm
-            FROM gb_edges e
+            FROM top
+            JOIN gb_edges e ON e.id = top.id
             JOIN gb_entities s ON s.id = e.source_entity_id
             JOIN gb_entities t ON t.id = e.target_entity_id
-            WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN (SELECT id FROM ends)
-                           UNION SELECT id FROM gb_edges
-                           WHERE target_entity_id IN (SELECT id FROM ends))
-              -- Unary +: found by their ids above, never by scanning the dataset's edges
-              -- (the planner's pick otherwise, which grows with the whole graph).
-              AND +e.dataset_id = :d
-              AND (:closed = 1 OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
-            ORDER BY {order}
-            LIMIT {dialect.NO_LIMIT if limit is None else int(limit)}""",  # not bound: see fts
+            ORDER BY {outer}""",
         {
             "d": dataset_id,
             "ids": json_ids(sorted(ends)),
