@@ -929,9 +929,9 @@ def _attempts(on_content: OnContent | None) -> Callable[[], OnContent | None]:
 
 def _before_the_loop(request: ChatRequest, content: str) -> dict[str, Any] | None:
     """An answer that looped, as far as it said sound things before the loop: its lists'
-    whole items, checked as any answer is. None when it did not loop, or nothing of it
-    holds."""
-    at = repeat_start(content)
+    whole items, checked as any answer is. None when it did not loop, when its request
+    takes no part of an answer for the whole, or when nothing of it holds."""
+    at = repeat_start(content) if request.prefix_answers else None
     if at is None:
         return None
     value = salvaged(content[:at], request.answer_schema or request.schema)

@@ -56,6 +56,10 @@ class ChatRequest:
     # small local one that ran into a loop of repeats often ends the next answer well. Not
     # for a batch whose caller asks again in smaller parts instead (resolve).
     retry_cut_off: bool = True
+    # Whether the whole items an answer gave before it fell into a loop are an answer of
+    # their own (some of a chunk's facts are facts); not where an item left out means
+    # something (a resolve item not answered is new).
+    prefix_answers: bool = False
     # What an answer is checked against when it may hold less than the strict schema sent
     # asks for (None: the schema itself). Not part of the request's hash.
     answer_schema: dict[str, Any] | None = None
@@ -156,6 +160,7 @@ def extract_graph_request(text: str, reference_time: datetime | str) -> ChatRequ
         schema_name="extract_graph",
         schema=EXTRACT_GRAPH_SCHEMA,
         answer_schema=EXTRACT_GRAPH_ANSWER_SCHEMA,
+        prefix_answers=True,
         # About twice the text's tokens (a character is ~1/4 token): a dense chunk fits, and a
         # short one does not ask a small-context local server for room it does not have.
         max_output_tokens=min(8192, max(2048, len(text) // 2)),

@@ -9,7 +9,13 @@ import json
 from typing import Any
 
 from gligabao.config import load_config
-from gligabao.llm import LLM, extract_graph_request, summarize_chunk_request
+from gligabao.llm import (
+    LLM,
+    LLMError,
+    extract_graph_request,
+    resolve_request,
+    summarize_chunk_request,
+)
 from gligabao.llm.prompts import EXTRACT_GRAPH_ANSWER_SCHEMA
 from gligabao.llm.salvage import repeat_start, salvaged
 from tests.support.helpers import gb
@@ -73,6 +79,34 @@ def test_a_loop_inside_a_string_is_asked_again() -> None:
         answer = _chat(_llm(server), summarize_chunk_request(TEXT))
         calls = server.calls("summarize_chunk", include_faults=True)
     assert calls == 2 and answer.value["summary"].startswith("Alice Moreau")
+
+
+def test_a_resolve_answer_that_loops_is_never_taken_in_part() -> None:
+    """An item a resolve answer leaves out would count as new: the loop is a cut-off
+    answer, which the pipeline asks again in halves."""
+    items = {
+        "entities": [
+            {
+                "id": f"e{i}",
+                "name": f"Alice Moreau {i}",
+                "type": "Person",
+                "candidates": [
+                    {"id": i, "name": "Alice Moreau", "type": "Person", "summary": "An engineer."}
+                ],
+            }
+            for i in range(1, 4)
+        ],
+        "edges": [],
+    }
+    with LLMServer() as server:
+        server.add_fault(Fault("loop", stage="resolve"))
+        try:
+            _chat(_llm(server), resolve_request(items))
+        except LLMError as exc:
+            assert exc.cut_off and "repeated itself" in str(exc)
+        else:
+            raise AssertionError("a looping resolve answer was taken")
+        assert server.calls("resolve", include_faults=True) == 1
 
 
 def test_remember_stores_the_facts_of_an_extraction_that_looped(gb_cli, online) -> None:
