@@ -69,25 +69,35 @@ def test_every_command_names_its_module() -> None:
         assert command.callback.__module__ == f"gligabao.cli.{COMMANDS[command.name]}"
 
 
-# A signal that lands while typer is being imported, as a Ctrl-C at a slow start would.
+# A signal that lands while a module is being imported, as a Ctrl-C at a slow start would.
 _SIGNAL_AT_START = """
 import importlib.abc, os, signal, sys
 class Stop(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name == "typer":
+        if name == {module!r}:
             os.kill(os.getpid(), signal.{signal})
         return None
 sys.meta_path.insert(0, Stop())
-sys.argv = ["gb", "search", "anything"]
+sys.argv = ["gb", *{args!r}]
 from gligabao.cli import main
 main()
 """
 
 
+@pytest.mark.parametrize(
+    ("args", "module"),
+    [
+        (["list"], "typer"),  # a command typer reads
+        (["search", "anything"], "gligabao.service.memory"),  # one read without it
+    ],
+)
 @pytest.mark.parametrize(("signum", "code"), [("SIGINT", 130), ("SIGTERM", 143), ("SIGHUP", 129)])
-def test_a_signal_during_start_up_is_one_line(signum: str, code: int) -> None:
+def test_a_signal_during_start_up_is_one_line(
+    signum: str, code: int, args: list[str], module: str
+) -> None:
+    script = _SIGNAL_AT_START.format(signal=signum, module=module, args=args)
     proc = subprocess.run(
-        [sys.executable, "-c", _SIGNAL_AT_START.format(signal=signum)],
+        [sys.executable, "-c", script],
         capture_output=True,
         text=True,
         timeout=60,
