@@ -8,7 +8,6 @@ from types import ModuleType
 from typing import Any
 
 from gligabao.store.connection import Connection
-from gligabao.store.postgres import fts as postgres
 from gligabao.store.sqlite import fts as sqlite
 from gligabao.store.terms import words_of
 
@@ -25,7 +24,12 @@ __all__ = [
 
 
 def _of(conn: Connection) -> ModuleType:
-    return postgres if conn.dialect == "postgresql" else sqlite
+    if conn.dialect == "postgresql":
+        # Here: an SQLite store (every `gb search` on one) never imports it, ~1 ms.
+        from gligabao.store.postgres import fts as postgres
+
+        return postgres
+    return sqlite
 
 
 def index_artifact_text(
