@@ -128,9 +128,11 @@ def log_warnings(*, alone: bool = False) -> None:
         logger.propagate = False
 
 
-def configure(config_path: str | None, flags: dict[str, Any]) -> Config:
-    """The configuration with flags applied, its warnings printed."""
-    log_warnings()
+def configure(config_path: str | None, flags: dict[str, Any], *, logs: bool = True) -> Config:
+    """The configuration with flags applied, its warnings printed; with `logs`, what the
+    library logs printed too (see log_warnings)."""
+    if logs:
+        log_warnings()
     config = load_config(config_path, flags)
     for message in config.warnings:
         from gligabao.cli import render
@@ -152,8 +154,10 @@ def memory(
     names: Mapping[str, str] = FLAGS,
     *,
     quiet: bool = False,
+    logs: bool = True,
 ) -> Memory:
     """The service a command calls: the configuration with its flags (warnings printed),
-    its notices said on stderr unless `quiet`, its arguments called by their flags."""
-    config = configure(config_path, flags)
+    its notices said on stderr unless `quiet`, its arguments called by their flags; what
+    the library logs is printed unless `logs` is False (a command that cannot log)."""
+    config = configure(config_path, flags, logs=logs)
     return Memory.of(config, on_notice=None if quiet else notice, names=names)
