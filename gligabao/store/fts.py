@@ -55,7 +55,7 @@ def search_artifacts(
     conn: Connection, dataset_id: int, text: str, limit: int, session: str | None
 ) -> list[dict[str, Any]]:
     """Chunks (as embedded), summaries and unchunked documents sharing words with `text`:
-    `artifact_id`, `kind`, `rank`, best first."""
+    `artifact_id`, `rank`, best first."""
     return list(_of(conn).search_artifacts(conn, dataset_id, text, limit, session))
 
 
