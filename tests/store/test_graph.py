@@ -24,6 +24,7 @@ from gligabao.store import (
     vectors,
 )
 from gligabao.store import fts as any_fts
+from gligabao.store import hits as hit_rows
 from gligabao.store.sqlite import fts
 from gligabao.store.sqlite import vectors as sqlite_vectors
 
@@ -489,6 +490,29 @@ def test_keyword_hits_are_the_dataset_s_own_with_one_dataset_or_several(conn, ds
     ]
     datasets.delete_dataset(conn, other)  # its rows go with it: alone again
     assert [h["artifact_id"] for h in artifacts.search_artifacts_fts(conn, ds, "zebra")] == [mine]
+
+
+def test_hit_kinds_say_which_documents_are_superseded(conn, ds: int) -> None:
+    """hits.kinds tells a superseded document, and its chunks, by the superseded_by
+    index: each artifact's kind, parent and its document's superseded_by."""
+    old = artifacts.insert_document(conn, dataset_id=ds, text="old words " * 50, source="a")
+    new = artifacts.insert_document(conn, dataset_id=ds, text="new words", source="a")
+    chunk = artifacts.insert_chunk(
+        conn,
+        document_id=old,
+        text="old words",
+        chunk_index=0,
+        start_offset=0,
+        end_offset=9,
+        tokens=2,
+    )
+    artifacts.set_superseded(conn, old, new)
+    got = hit_rows.kinds(conn, [chunk, new, old, 99999])
+    assert {i: (r["kind"], r["parent_id"], r["superseded_by"]) for i, r in got.items()} == {
+        chunk: ("document", old, new),  # a chunk is of its document's kind
+        new: ("document", None, None),
+        old: ("document", None, new),
+    }
 
 
 def test_fts_candidates_rank_and_fold(conn, ds: int) -> None:
