@@ -80,10 +80,15 @@ def main() -> None:
                 load(args[0] if args else None)
         if plain is None:
             from gligabao.cli.app import run
+        else:
+            from gligabao.cli.running import guard_stdout, outcome
+
+            guard_stdout()
     except KeyboardInterrupt:
         signals.stopped_at_start()
-    if plain is not None:
-        run_plain(*plain)
+    if plain is not None:  # run as the typer app runs a command (app.command)
+        func, arguments = plain
+        finish(outcome(func, **arguments))
     try:
         run()
     except SystemExit as stop:
@@ -110,14 +115,6 @@ def _plain(args: list[str]) -> tuple[Callable[..., None], dict[str, Any]] | None
     from gligabao.cli import running  # noqa: F401 - the configuration and the service
 
     return searching.search, arguments
-
-
-def run_plain(func: Callable[..., None], arguments: dict[str, Any]) -> None:
-    """Run a command read without typer, as the typer app runs it, and end the process."""
-    from gligabao.cli.running import guard_stdout, outcome
-
-    guard_stdout()
-    finish(outcome(func, **arguments))
 
 
 def finish(code: int) -> None:
