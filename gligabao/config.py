@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,10 +299,21 @@ def find_config_file(explicit: str | None, env: Mapping[str, str]) -> Path | Non
     local = Path(CONFIG_NAME)
     if local.is_file():
         return local
-    from platformdirs import user_config_dir
-
-    user = Path(user_config_dir("gligabao")) / CONFIG_NAME
+    user = user_config_dir() / CONFIG_NAME
     return user if user.is_file() else None
+
+
+def user_config_dir() -> Path:
+    """The user's configuration folder, as platformdirs names it. On Linux that is the XDG
+    one, said here: platformdirs' import is ~6 ms of every `gb search`."""
+    if sys.platform == "linux" and "ANDROID_DATA" not in os.environ:
+        base = os.environ.get("XDG_CONFIG_HOME", "")
+        if not os.path.isabs(base):  # unset, empty or relative: ignored, as XDG says
+            base = os.path.expanduser("~/.config")
+        return Path(base) / "gligabao"
+    from platformdirs import user_config_dir as platform_dir
+
+    return Path(platform_dir("gligabao"))
 
 
 def load_config(

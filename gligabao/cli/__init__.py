@@ -2,13 +2,20 @@
 
 Start-up is most of what a user waits for in a command like `gb search`, so nothing is
 imported before it is needed: signals are handled first (signals.py), `gb --version`
-answers with nothing else imported, and `gb COMMAND` imports the module of that command
-only; `gb --help`, an unknown command or `load()` import them all.
+answers with nothing else imported, `gb search` with plain arguments runs without typer
+(searching.py), and `gb COMMAND` imports the module of that command only; `gb --help`,
+an unknown command or `load()` import them all.
 """
 
 from __future__ import annotations
 
 import sys
+
+# Not typing's: gb --version imports nothing it does not need (see signals.py).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 # Each command's module, in the order of `gb --help`.
 COMMANDS = {
@@ -68,10 +75,20 @@ def main() -> None:
 
         heap.own_process()
         with heap.loading():  # typer and the command's modules: ~6 ms of collections
-            load(args[0] if args else None)
-        from gligabao.cli.app import run
+            plain = _plain(args)
+            if plain is None:
+                load(args[0] if args else None)
+        if plain is None:
+            from gligabao.cli.app import run
+        else:
+            from gligabao.cli.running import guard_stdout, outcome
+
+            guard_stdout()
     except KeyboardInterrupt:
         signals.stopped_at_start()
+    if plain is not None:  # run as the typer app runs a command (app.command)
+        func, arguments = plain
+        finish(outcome(func, **arguments))
     try:
         run()
     except SystemExit as stop:
@@ -83,6 +100,21 @@ def main() -> None:
             raise  # a message to print: the interpreter says it
         finish(stop.code or 0)
     finish(0)
+
+
+def _plain(args: list[str]) -> tuple[Callable[..., None], dict[str, Any]] | None:
+    """The command and its arguments where gb runs it without typer (`gb search` with a
+    plain argument list: cli/searching.py), its modules imported; else None."""
+    if args[:1] != ["search"]:
+        return None
+    from gligabao.cli import searching
+
+    arguments = searching.plain(args[1:])
+    if arguments is None:
+        return None
+    from gligabao.cli import running  # noqa: F401 - the configuration and the service
+
+    return searching.search, arguments
 
 
 def finish(code: int) -> None:

@@ -1,13 +1,13 @@
 """`gb search QUERY`: BM25 and vector search over a dataset, fused by their normalised
-scores mixed by a weight (by reciprocal rank with `search.fusion = "rrf"`)."""
+scores mixed by a weight (by reciprocal rank with `search.fusion = "rrf"`). Its options
+for typer; what it does is searching.py's, which reads plain arguments without typer."""
 
 from __future__ import annotations
 
 import typer
 
-from gligabao.base.jsonl import json_line
-from gligabao.cli import options
-from gligabao.cli.app import FLAGS, command, memory
+from gligabao.cli import options, searching
+from gligabao.cli.app import command
 
 
 @command("search")
@@ -57,17 +57,17 @@ def search_command(
 
     Example: gb search "how is the licence terminated" -k 5
     """
-    service = memory(
-        config_path, {"database": db, "schema": schema, "dataset": dataset}, {**FLAGS, "k": "-k"}
+    searching.search(
+        query,
+        method=method,
+        k=k,
+        db=db,
+        schema=schema,
+        dataset=dataset,
+        config_path=config_path,
+        session=session,
+        role=role,
+        full=full,
+        rerank=rerank,
+        as_json=as_json,
     )
-    hits = service.search(query, k, method=method, session=session, role=role, rerank=rerank)
-    if as_json:
-        for line in hits.as_json():
-            json_line(line)
-        return
-    from gligabao.cli import render
-
-    if not hits:
-        render.notice(f"no hits for {query!r}")
-        return
-    render.search_hits(hits, query, full=full)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from gligabao.base.redact import safe_url
-from gligabao.config import CONFIG_NAME, Config
+from gligabao.config import CONFIG_NAME, Config, user_config_dir
 from gligabao.llm.endpoint import Endpoints
 
 __all__ = ["secrets", "where_from"]
@@ -22,9 +22,7 @@ def where_from(config: Config) -> list[tuple[str, str]]:
     if config.path is not None:
         read = str(config.path)
     else:
-        from platformdirs import user_config_dir  # where find_config_file looks
-
-        user = os.path.join(user_config_dir("gligabao"), CONFIG_NAME)
+        user = os.path.join(user_config_dir(), CONFIG_NAME)  # where find_config_file looks
         read = f"none found (looked for ./{CONFIG_NAME} and {user}; --config or GB_CONFIG)"
     ends = Endpoints.from_config(config)
     chat_key = f"{config['llm.api_key_env']} or llm.base_url"

@@ -737,8 +737,8 @@ def search_artifacts_fts(
     session: str | None = None,
 ) -> list[dict[str, Any]]:
     """Keyword hits over chunks (as embedded), summaries and unchunked documents:
-    `artifact_id`, `kind` and bm25 `rank` (lower is better), best first; only those of
-    `session` when it is given."""
+    `artifact_id` and bm25 `rank` (lower is better), best first; only those of `session`
+    when it is given."""
     return fts.search_artifacts(conn, dataset_id, text, limit, session)
 
 

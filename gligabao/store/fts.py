@@ -8,7 +8,6 @@ from types import ModuleType
 from typing import Any
 
 from gligabao.store.connection import Connection
-from gligabao.store.postgres import fts as postgres
 from gligabao.store.sqlite import fts as sqlite
 from gligabao.store.terms import words_of
 
@@ -25,7 +24,12 @@ __all__ = [
 
 
 def _of(conn: Connection) -> ModuleType:
-    return postgres if conn.dialect == "postgresql" else sqlite
+    if conn.dialect == "postgresql":
+        # Here: an SQLite store (every `gb search` on one) never imports it, ~1 ms.
+        from gligabao.store.postgres import fts as postgres
+
+        return postgres
+    return sqlite
 
 
 def index_artifact_text(
@@ -51,7 +55,7 @@ def search_artifacts(
     conn: Connection, dataset_id: int, text: str, limit: int, session: str | None
 ) -> list[dict[str, Any]]:
     """Chunks (as embedded), summaries and unchunked documents sharing words with `text`:
-    `artifact_id`, `kind`, `rank`, best first."""
+    `artifact_id`, `rank`, best first."""
     return list(_of(conn).search_artifacts(conn, dataset_id, text, limit, session))
 
 

@@ -18,16 +18,30 @@ __all__ = ["details", "kinds", "summaries", "superseded_rows"]
 
 def kinds(conn: Connection, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
     """id, parent_id, kind and whether its document is superseded (`superseded_by`), for
-    each artifact: no text, which for a document's row is the whole document."""
+    each artifact: no text, which for a document's row is the whole document.
+
+    superseded_by is the table's last column, after the text: read from the row, it
+    meant walking the document's whole text, page by page, for every hit (4.4 ms of a
+    search at 100,000 chunks). It is read from its index instead, among the superseded
+    documents alone ("+" keeps SQLite from looking the ids up in the table): 1.4 ms."""
+    id_list = dialect.of(conn).id_list("?")
     rows = query(
         conn,
-        f"""SELECT a.id, a.parent_id, a.kind,
-                  CASE WHEN a.parent_id IS NULL THEN a.superseded_by
-                       ELSE d.superseded_by END AS superseded_by
-           FROM gb_artifacts a LEFT JOIN gb_artifacts d ON d.id = a.parent_id
-           WHERE a.id IN {dialect.of(conn).id_list("?")}""",
+        f"SELECT id, parent_id, kind FROM gb_artifacts WHERE id IN {id_list}",
         (json.dumps(list(ids)),),
     )
+    documents = {r["id"] if r["parent_id"] is None else r["parent_id"] for r in rows}
+    superseded = {
+        r["id"]: r["superseded_by"]
+        for r in query(
+            conn,
+            f"""SELECT id, superseded_by FROM gb_artifacts
+               WHERE superseded_by > 0 AND +id IN {id_list}""",
+            (json.dumps(sorted(documents)),),
+        )
+    }
+    for r in rows:
+        r["superseded_by"] = superseded.get(r["id"] if r["parent_id"] is None else r["parent_id"])
     return {r["id"]: r for r in rows}
 
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from gligabao.base.redact import safe_url
 from gligabao.store.connection import Connection
 from gligabao.store.errors import DatabaseError, NoDatabase
-from gligabao.store.postgres.connect import DEFAULT_SCHEMA, is_url, safe_db_url
+from gligabao.store.postgres.urls import DEFAULT_SCHEMA, is_url, safe_db_url
 from gligabao.store.sqlite import connect as sqlite
 
 __all__ = ["DEFAULT_SCHEMA", "is_url", "open_db", "peek_db", "safe_db_url"]

@@ -10,7 +10,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from gligabao.store.connection import Connection
-from gligabao.store.postgres import vectors as postgres
 from gligabao.store.sqlite import vectors as sqlite
 from gligabao.store.vector_rows import (
     INDEXES,
@@ -60,7 +59,12 @@ __all__ = [
 
 
 def _of(conn: Connection) -> ModuleType:
-    return postgres if conn.dialect == "postgresql" else sqlite
+    if conn.dialect == "postgresql":
+        # Here: an SQLite store (every `gb search` on one) never imports it, ~1 ms.
+        from gligabao.store.postgres import vectors as postgres
+
+        return postgres
+    return sqlite
 
 
 def ensure_vector_tables(conn: Connection, dataset_id: int, dimensions: int) -> None:

@@ -82,6 +82,17 @@ def test_every_warning_has_gb_s_prefix(gb_process, online) -> None:
     assert next(line for line in said if "unknown key" in line).startswith("gb: warning: ")
 
 
+def test_a_rerank_s_warnings_have_gb_s_prefix(gb_process, online, corpus) -> None:
+    # gb search sets up gb's warnings only when it may call the chat model: a rerank.
+    assert gb_process("remember", *corpus, "--quiet").returncode == 0
+    online.structured_outputs = False
+    done = gb_process("search", "licence terms", "--rerank", "--json")
+    assert done.returncode == 0, done.stderr
+    said = done.stderr.decode().splitlines()
+    adapted = [line for line in said if "structured output" in line]
+    assert len(adapted) == 1 and adapted[0].startswith("gb: warning: "), said
+
+
 WAITING = "gb: reading standard input: type or paste the text, then Ctrl-D on a line of its own"
 
 

@@ -163,6 +163,21 @@ def test_config_file_search_order(gb_cli, monkeypatch, tmp_path, present: int) -
     assert shown["dataset"] == {"value": expected, "source": str(where)}
 
 
+@pytest.mark.parametrize("xdg", [None, "", "relative/dir", "/somewhere/config"])
+def test_the_user_config_folder_is_platformdirs_one(monkeypatch, tmp_path, xdg) -> None:
+    """gb names it without importing platformdirs (on Linux): the same folder."""
+    import platformdirs
+
+    from gligabao.config import user_config_dir
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if xdg is None:
+        monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    else:
+        monkeypatch.setenv("XDG_CONFIG_HOME", xdg)
+    assert user_config_dir() == Path(platformdirs.user_config_dir("gligabao"))
+
+
 def test_no_config_file_anywhere(gb_cli) -> None:
     assert effective(gb_cli)["dataset"]["source"] == "default"
 

@@ -58,6 +58,7 @@ def test_the_vector_is_the_one_the_pipeline_stores(srv: LLMServer) -> None:
     (request,) = srv.requests_for("embed")[:1]
     assert request.body["model"] == config["embeddings.model"]
     assert request.body["dimensions"] == 64
+    assert request.body["encoding_format"] == "base64"  # as remember asks: float32 bytes
     assert request.headers["Authorization"] == f"Bearer {SECRET}"
 
 

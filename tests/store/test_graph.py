@@ -24,6 +24,7 @@ from gligabao.store import (
     vectors,
 )
 from gligabao.store import fts as any_fts
+from gligabao.store import hits as hit_rows
 from gligabao.store.sqlite import fts
 from gligabao.store.sqlite import vectors as sqlite_vectors
 
@@ -335,8 +336,12 @@ def test_document_chunks_and_summaries(conn, ds: int) -> None:
     assert indexed(conn, "gb_fts_artifacts", a.doc) == 0
     assert indexed(conn, "gb_fts_artifacts", b.doc) == 1
     hits = artifacts.search_artifacts_fts(conn, ds, "Berlin moved")
-    assert (hits[0]["artifact_id"], hits[0]["kind"]) == (a.chunks[2], "document")
-    assert [h["kind"] for h in hits[1:]] == ["chunk_summary"]  # the chunk's summary
+    kinds = [
+        db.scalar(conn, "SELECT kind FROM gb_artifacts WHERE id = ?", (h["artifact_id"],))
+        for h in hits
+    ]
+    assert (hits[0]["artifact_id"], kinds[0]) == (a.chunks[2], "document")
+    assert kinds[1:] == ["chunk_summary"]  # the chunk's summary
     assert chunk_indexes(conn, a.doc) == [0, 1, 2]
     assert_vectors_consistent(conn, ds)
     assert integrity_problems(conn) == []
@@ -468,6 +473,46 @@ def test_words_in_half_the_rows_are_searched_for_only_when_the_others_run_short(
     hits = artifacts.search_artifacts_fts(conn, ds, "the harbour", limit=5)
     assert [h["artifact_id"] for h in hits] == fts5_ranking(5)
     assert set(docs[:3]) < {h["artifact_id"] for h in hits}
+
+
+def test_keyword_hits_are_the_dataset_s_own_with_one_dataset_or_several(conn, ds: int) -> None:
+    """With one dataset the keyword search leaves out its dataset test (every row is the
+    dataset's); a second dataset's rows never come back in the first's hits."""
+    mine = artifacts.insert_document(conn, dataset_id=ds, text="zebra crossing", source="a.txt")
+    assert [h["artifact_id"] for h in artifacts.search_artifacts_fts(conn, ds, "zebra")] == [mine]
+    other = datasets.get_or_create_dataset(conn, "other").id
+    theirs = artifacts.insert_document(
+        conn, dataset_id=other, text="zebra zebra zebra", source="b.txt"
+    )
+    assert [h["artifact_id"] for h in artifacts.search_artifacts_fts(conn, ds, "zebra")] == [mine]
+    assert [h["artifact_id"] for h in artifacts.search_artifacts_fts(conn, other, "zebra")] == [
+        theirs
+    ]
+    datasets.delete_dataset(conn, other)  # its rows go with it: alone again
+    assert [h["artifact_id"] for h in artifacts.search_artifacts_fts(conn, ds, "zebra")] == [mine]
+
+
+def test_hit_kinds_say_which_documents_are_superseded(conn, ds: int) -> None:
+    """hits.kinds tells a superseded document, and its chunks, by the superseded_by
+    index: each artifact's kind, parent and its document's superseded_by."""
+    old = artifacts.insert_document(conn, dataset_id=ds, text="old words " * 50, source="a")
+    new = artifacts.insert_document(conn, dataset_id=ds, text="new words", source="a")
+    chunk = artifacts.insert_chunk(
+        conn,
+        document_id=old,
+        text="old words",
+        chunk_index=0,
+        start_offset=0,
+        end_offset=9,
+        tokens=2,
+    )
+    artifacts.set_superseded(conn, old, new)
+    got = hit_rows.kinds(conn, [chunk, new, old, 99999])
+    assert {i: (r["kind"], r["parent_id"], r["superseded_by"]) for i, r in got.items()} == {
+        chunk: ("document", old, new),  # a chunk is of its document's kind
+        new: ("document", None, None),
+        old: ("document", None, new),
+    }
 
 
 def test_fts_candidates_rank_and_fold(conn, ds: int) -> None:

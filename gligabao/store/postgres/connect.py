@@ -20,40 +20,16 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from gligabao.store.errors import Conflict, DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
 from gligabao.store.postgres import migrations
+from gligabao.store.postgres.urls import DEFAULT_SCHEMA, is_url, safe_db_url
 
 __all__ = ["DEFAULT_SCHEMA", "PostgresConnection", "is_url", "open_pg", "safe_db_url"]
 
-DEFAULT_SCHEMA = "gligabao"
-_SCHEMES = ("postgresql://", "postgres://")
 _SCHEMA_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SAVEPOINT = "gb_sp"
-
-
-def is_url(target: str) -> bool:
-    """Whether `target` names a PostgreSQL database rather than an SQLite file."""
-    return target.startswith(_SCHEMES)
-
-
-def safe_db_url(url: str) -> str:
-    """The URL fit for a message: its password (in the URL or a `password` parameter)
-    as ****, the rest kept so the user knows which server and database it is."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "(an unreadable URL)"
-    netloc = parts.netloc
-    userinfo, at, host = netloc.rpartition("@")
-    if at and ":" in userinfo:
-        netloc = f"{userinfo.partition(':')[0]}:****@{host}"
-    query = "&".join(
-        f"{name}=****" if name.lower() == "password" else f"{name}={value}"
-        for name, value in parse_qsl(parts.query, keep_blank_values=True)
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
 def _password(url: str) -> str | None:

@@ -281,7 +281,7 @@ def search_artifacts(
         limit,
         where=where,
         params={"s": session},
-        columns="f.id AS artifact_id, f.kind",
+        columns="f.id AS artifact_id",
     )
 
 

@@ -473,13 +473,17 @@ def knn(
         rows = query(
             conn,
             # MATERIALIZED: the coarse KNN runs once, then each candidate's float vector
-            # is read by its primary key (CROSS JOIN keeps that order) and rescored.
+            # is read by its primary key (CROSS JOIN keeps that order) and rescored. In
+            # the order of their ids, which is about the order they were stored in: a
+            # candidate's vector is often near the last one read (rescoring 400 at
+            # 100,000 chunks: 32.5 ms of CPU against 34.5 in the Hamming distances' order).
             f"""WITH coarse AS MATERIALIZED (
                     SELECT vector_id FROM "{bits_table_name(dataset_id, index_name)}"
-                    WHERE embedding MATCH vec_quantize_binary(?) AND k = ?{clauses})
+                    WHERE embedding MATCH vec_quantize_binary(?) AND k = ?{clauses}),
+                by_id AS MATERIALIZED (SELECT vector_id FROM coarse ORDER BY vector_id)
                 SELECT e.vector_id, vec_distance_cosine(e.embedding, ?) AS distance
-                FROM coarse CROSS JOIN {_quoted(dataset_id, index_name)} e
-                  ON e.vector_id = coarse.vector_id
+                FROM by_id CROSS JOIN {_quoted(dataset_id, index_name)} e
+                  ON e.vector_id = by_id.vector_id
                 ORDER BY distance IS NULL, distance LIMIT ?""",
             [blob, over, *filters, blob, int(k)],
         )
