@@ -276,6 +276,7 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
     "type", "summary"}]}], "edges": [{"id": "r0", "source", "target", "relation", "fact",
     "valid_at", "invalid_at", "candidates": [{"id", "source", "target", "relation", "fact",
     "valid_at", "invalid_at"}]}]}."""
+    payload_items = [*items.get("entities", ()), *items.get("edges", ())]
     payload = json.dumps(
         {"entities": list(items.get("entities", ())), "edges": list(items.get("edges", ()))},
         ensure_ascii=False,
@@ -289,7 +290,9 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
         ),
         schema_name="resolve",
         schema=RESOLVE_SCHEMA,
-        max_output_tokens=4096,
+        # What the items' answers need, with room for a wordy reason each: an answer that
+        # runs on past that (a small model counting ids up) is halved sooner, paying less.
+        max_output_tokens=min(4096, 256 + 96 * len(payload_items)),
         retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
     )
 

@@ -890,10 +890,10 @@ class _Run:
         apply_answer(batch, await self._decide(batch.items))
 
     async def _decide(self, items) -> dict[str, Any]:
-        """The resolve answer for ``items``. One cut off at its output limit (too many
-        items to answer in 4,096 tokens) is asked again as two halves, down to single
-        items, so the same input can always complete; each part is its own request,
-        recorded and reused by a rerun like any other."""
+        """The resolve answer for ``items``. One cut off at its output limit (an answer
+        that ran on past what its items need) is asked again as two halves, down to
+        single items; each part is its own request, recorded and reused by a rerun like
+        any other."""
         halves = split_items(items)
         try:
             asked = await self.calls.ask(resolve_request(items), contained=len(halves) > 1)
