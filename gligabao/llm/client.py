@@ -60,7 +60,7 @@ from gligabao.llm.endpoint import (
 from gligabao.llm.float32 import Float32
 from gligabao.llm.limiter import NORMAL, URGENT, Limiter, Slot
 from gligabao.llm.prompts import ChatRequest
-from gligabao.llm.salvage import repeat_start, salvaged
+from gligabao.llm.salvage import loop_cut, salvaged
 from gligabao.llm.schema import (
     SchemaMismatch,
     TooDeep,
@@ -931,7 +931,7 @@ def _before_the_loop(request: ChatRequest, content: str) -> dict[str, Any] | Non
     """An answer that looped, as far as it said sound things before the loop: its lists'
     whole items, checked as any answer is. None when it did not loop, when its request
     takes no part of an answer for the whole, or when nothing of it holds."""
-    at = repeat_start(content) if request.prefix_answers else None
+    at = loop_cut(content) if request.prefix_answers else None
     if at is None:
         return None
     value = salvaged(content[:at], request.answer_schema or request.schema)

@@ -2,7 +2,7 @@
 
 A small model can fall into a loop in the middle of its JSON (the same fact again and
 again, or whitespace without end) and only stops at its output limit: tokens paid for
-nothing, at a local server's slowest rate. `repeat_start` tells, from the text so far,
+nothing, at a local server's slowest rate. `loop_cut` tells, from the text so far,
 that the answer has begun to loop; `salvaged` keeps the items of its top-level lists
 that were complete before that point and closes the JSON, so the answer is used as far as
 it is sound instead of being asked again.
@@ -13,14 +13,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["WINDOW", "repeat_start", "salvaged"]
+__all__ = ["WINDOW", "loop_cut", "salvaged"]
 
 # The last this-many characters, seen twice before in the same answer, make a loop: an
 # answer that states a fact twice does not repeat 200 characters three times.
 WINDOW = 200
 
 
-def repeat_start(text: str, window: int = WINDOW) -> int | None:
+def loop_cut(text: str, window: int = WINDOW) -> int | None:
     """Where `text` can be cut once it repeats itself, or None when its last `window`
     characters do not occur twice before. The cut comes one repeat late: where a loop
     begins cannot be told to the character (the item it repeats may end as the one

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from gligabao.llm.salvage import repeat_start
+from gligabao.llm.salvage import loop_cut
 
 __all__ = ["REPEATED", "Assembled", "FieldText", "NoEvents", "OnContent"]
 
@@ -94,7 +94,7 @@ class Assembled:
         if self._length < self._next_look:
             return False
         self._next_look = self._length + _LOOK_EVERY
-        if repeat_start("".join(self._content)) is None:
+        if loop_cut("".join(self._content)) is None:
             return False
         self._finish = REPEATED
         return True

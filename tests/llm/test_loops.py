@@ -17,7 +17,7 @@ from gligabao.llm import (
     summarize_chunk_request,
 )
 from gligabao.llm.prompts import EXTRACT_GRAPH_ANSWER_SCHEMA
-from gligabao.llm.salvage import repeat_start, salvaged
+from gligabao.llm.salvage import loop_cut, salvaged
 from tests.support.helpers import gb
 from tests.support.llm_server import Fault, LLMServer, extract_graph
 
@@ -124,16 +124,16 @@ def test_remember_stores_the_facts_of_an_extraction_that_looped(gb_cli, online) 
 def test_what_counts_as_a_loop() -> None:
     fact = '{"source": "A", "target": "B", "fact": "A knows B well and often."}'
     sound = '{"edges": [' + ", ".join(fact.replace("A", f"A{i}") for i in range(40)) + "]}"
-    assert repeat_start(sound) is None  # many alike facts, each its own: no loop
+    assert loop_cut(sound) is None  # many alike facts, each its own: no loop
     looping = '{"entities": [], "edges": [' + ", ".join([fact] * 12)
-    at = repeat_start(looping)
+    at = loop_cut(looping)
     assert at is not None
     assert salvaged(looping[:at], EXTRACT_GRAPH_ANSWER_SCHEMA) == {
         "entities": [],
         "edges": [json.loads(fact)],
     }
     spaces = '{"entities": [{"name": "A", "type": "T", "summary": "s"}]' + " " * 900
-    assert salvaged(spaces[: repeat_start(spaces)], EXTRACT_GRAPH_ANSWER_SCHEMA) == {
+    assert salvaged(spaces[: loop_cut(spaces)], EXTRACT_GRAPH_ANSWER_SCHEMA) == {
         "entities": [{"name": "A", "type": "T", "summary": "s"}],
         "edges": [],  # never reached: empty
     }
