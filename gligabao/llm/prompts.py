@@ -276,7 +276,6 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
     "type", "summary"}]}], "edges": [{"id": "r0", "source", "target", "relation", "fact",
     "valid_at", "invalid_at", "candidates": [{"id", "source", "target", "relation", "fact",
     "valid_at", "invalid_at"}]}]}."""
-    payload_items = [*items.get("entities", ()), *items.get("edges", ())]
     payload = json.dumps(
         {"entities": list(items.get("entities", ())), "edges": list(items.get("edges", ()))},
         ensure_ascii=False,
@@ -292,7 +291,9 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
         schema=RESOLVE_SCHEMA,
         # What the items' answers need, with room for a wordy reason each: an answer that
         # runs on past that (a small model counting ids up) is halved sooner, paying less.
-        max_output_tokens=min(4096, 256 + 96 * len(payload_items)),
+        max_output_tokens=min(
+            4096, 256 + 96 * (len(items.get("entities", ())) + len(items.get("edges", ())))
+        ),
         retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
     )
 

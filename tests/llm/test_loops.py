@@ -74,10 +74,13 @@ def test_a_whole_answer_cut_off_in_a_loop_keeps_what_came_before_it() -> None:
 def test_a_loop_inside_a_string_is_asked_again() -> None:
     """A summary that loops has nothing whole to keep: it is asked again, as a cut-off
     answer is."""
-    with LLMServer() as server:
+    with LLMServer(slots=2, token_rate=300) as server:
         server.add_fault(Fault("loop", stage="summarize_chunk"))
         answer = _chat(_llm(server), summarize_chunk_request(TEXT))
+        server.wait_until(lambda: all(g.ended for g in server.generations))
+        looped = server.generations[0].tokens
         calls = server.calls("summarize_chunk", include_faults=True)
+    assert looped < 512 // 2, looped  # the first stopped, far before its limit of 512
     assert calls == 2 and answer.value["summary"].startswith("Alice Moreau")
 
 
