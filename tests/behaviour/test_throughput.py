@@ -7,7 +7,7 @@ import asyncio
 import json
 
 from gligabao.llm.limiter import NORMAL, URGENT, Limiter
-from tests.remember.test_end_to_end import apache_bytes, plan, unique_marker
+from tests.remember.test_end_to_end import apache_bytes, plan, typer_bytes, unique_marker
 from tests.support.helpers import configure, story, write
 from tests.support.llm_server import Hold
 
@@ -33,6 +33,26 @@ def test_resolve_calls_are_not_queued_behind_the_embeddings_of_later_chunks(
     # calls came after the last embeddings request).
     assert max(resolves) < embeds[len(embeds) // 2]
     assert server.max_in_flight == 1
+
+
+def test_resolution_goes_out_while_later_chunks_are_still_being_extracted(
+    gb_cli, server, monkeypatch
+) -> None:
+    # Two requests at a time: the extractions land over many rounds, one or two a round.
+    configure(monkeypatch, server, GB_CHUNK_SIZE="400", GB_CONCURRENCY="2")
+    path = write("licence-and-readme.txt", apache_bytes() + b"\n\n" + typer_bytes())
+    result = gb_cli("remember", str(path), "--json")
+    assert result.exit_code == 0, result.stderr
+    extractions = server.requests_for("extract_graph")
+    resolves = server.requests_for("resolve")
+    assert len(extractions) >= 8 and resolves
+    last_extraction_in = max(r.ended for r in extractions if r.ended is not None)
+    first_resolve = min(r.started for r in resolves)
+    # Planned as the extractions land, the first chunks' resolve call is sent before the
+    # last extraction's answer has come (planned after all of them, it would wait for it).
+    assert first_resolve < last_extraction_in
+    assert any(r.started > first_resolve for r in extractions)  # some not even sent yet
+    assert server.max_in_flight <= 2
 
 
 def test_an_urgent_request_goes_before_earlier_ones_within_the_same_limit() -> None:
