@@ -252,8 +252,8 @@ def contextualize_chunk_request(document: str, chunk: str) -> ChatRequest:
 
 _RESOLVE_SYSTEM = """\
 You deduplicate a temporal knowledge graph. The <items> tag holds JSON: newly extracted \
-"entities" and "edges" (facts), each with an "id" and a list of "candidates", existing \
-entities or facts with integer ids.
+"entities" and "edges" (facts), each with an "id" and "candidates": the ids of existing \
+entities or facts, each listed once in "candidate_entities" or "candidate_facts".
 
 For each entity: "duplicate_of" is the id of the candidate that is the same real-world \
 thing (a different spelling or a fuller name counts), else null.
@@ -270,17 +270,17 @@ contradicted. "reason" says in a few words why.
 Answer every entity and edge of the input exactly once, by its id, with JSON only. Use \
 only ids from its candidates."""
 
+# As much of a candidate entity's summary as resolve shows: enough to tell which thing it
+# is. A small model's summary may run to a whole clause of its text.
+CANDIDATE_SUMMARY_CHARS = 200
+
 
 def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
     """`items`: {"entities": [{"id": "e0", "name", "type", "candidates": [{"id": 12, "name",
     "type", "summary"}]}], "edges": [{"id": "r0", "source", "target", "relation", "fact",
     "valid_at", "invalid_at", "candidates": [{"id", "source", "target", "relation", "fact",
-    "valid_at", "invalid_at"}]}]}."""
-    payload = json.dumps(
-        {"entities": list(items.get("entities", ())), "edges": list(items.get("edges", ()))},
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    "valid_at", "invalid_at"}]}]}. The prompt lists each candidate once (`_listed_once`)."""
+    payload = json.dumps(_listed_once(items), ensure_ascii=False, separators=(",", ":"))
     return ChatRequest(
         stage="resolve",
         messages=(
@@ -296,6 +296,33 @@ def resolve_request(items: Mapping[str, Any]) -> ChatRequest:
         ),
         retry_cut_off=False,  # the pipeline halves a batch whose answer is cut off
     )
+
+
+def _listed_once(items: Mapping[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    """`items` as the prompt gives them: each candidate once, in the order first offered,
+    under "candidate_entities" or "candidate_facts", then the items, their candidates by
+    id. A hub's facts and a document's main entities are offered to item after item:
+    written out in each, they made most of a call's prompt."""
+    candidates: dict[str, list[dict[str, Any]]] = {}
+    listed: dict[str, list[dict[str, Any]]] = {}
+    for kind, under in (("entities", "candidate_entities"), ("edges", "candidate_facts")):
+        known: dict[Any, dict[str, Any]] = {}
+        listed[kind] = []
+        for item in items.get(kind, ()):
+            for candidate in item["candidates"]:
+                known.setdefault(candidate["id"], _shown(candidate))
+            listed[kind].append({**item, "candidates": [c["id"] for c in item["candidates"]]})
+        if known:
+            candidates[under] = list(known.values())
+    return {**candidates, **listed}
+
+
+def _shown(candidate: dict[str, Any]) -> dict[str, Any]:
+    summary = candidate.get("summary")
+    if not summary or len(summary) <= CANDIDATE_SUMMARY_CHARS:
+        return candidate
+    cut = summary[:CANDIDATE_SUMMARY_CHARS].rsplit(" ", 1)[0]
+    return {**candidate, "summary": cut.rstrip(" ,;:") + "…"}
 
 
 # ------------------------------------------------------------------ rerank

@@ -235,7 +235,10 @@ class Resolver:
         self.conn = conn
         self.dataset_id = dataset_id
         self.valid_at = valid_at  # the document's: a fact's own, where its text gives none
-        self._doc_ids = itertools.count(-1, -1)  # candidate ids of unstored items: negative
+        # Candidate ids of unstored items, negative, one per item: a batch's prompt lists
+        # each candidate once, however many items it is offered to.
+        self._doc_ids = itertools.count(-1, -1)
+        self._doc_candidate_ids: dict[tuple[str, Any], int] = {}
         self._keys_filled = False  # the stored entities' name keys: filled once, if asked
         self._chunk_keys: dict[tuple[str, str], tuple[int, int]] = {}  # the chunk planned
         # Entities: the first of each (name, type); every one, with its view, by seq;
@@ -363,8 +366,8 @@ class Resolver:
         ex = plan.extraction
         source, target = ex.entities[edge.source], ex.entities[edge.target]
         # The chunks before: the latest facts touching either end, newest first, down to
-        # the latest exact duplicate, which decides the edge (those newer than it were
-        # offered all the same: their candidate ids are spent).
+        # the latest exact duplicate, which decides the edge (those newer than it are
+        # numbered all the same: the ids, and so the requests a rerun finds recorded, stay).
         exact = self._edge_exact.get(key, -1)
         candidates: list[dict[str, Any]] = []
         ends = [self._edge_ends.get(end, ()) for end in {source.norm, target.norm}]
@@ -410,7 +413,11 @@ class Resolver:
     def _candidate(
         self, plan: Plan, kind: str, ref: Ref, row_id: int | None, view: dict[str, Any]
     ) -> dict[str, Any]:
-        candidate_id = row_id if row_id is not None else next(self._doc_ids)
+        candidate_id = row_id
+        if candidate_id is None:
+            if (kind, ref.key) not in self._doc_candidate_ids:
+                self._doc_candidate_ids[(kind, ref.key)] = next(self._doc_ids)
+            candidate_id = self._doc_candidate_ids[(kind, ref.key)]
         plan.candidate_refs[(kind, candidate_id)] = ref
         return {"id": candidate_id, **view}
 

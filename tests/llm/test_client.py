@@ -237,7 +237,36 @@ def test_prompts_use_the_tags_and_put_the_document_first() -> None:
     assert other.messages[:2] == context.messages[:2]
     resolve = resolve_request(ITEMS)
     content = resolve.messages[-1]["content"]
-    assert json.loads(content.removeprefix("<items>").removesuffix("</items>")) == ITEMS
+    shown = json.loads(content.removeprefix("<items>").removesuffix("</items>"))
+    assert shown["candidate_entities"] == ITEMS["entities"][0]["candidates"]
+    assert shown["candidate_facts"] == ITEMS["edges"][0]["candidates"]
+    assert shown["entities"] == [{**ITEMS["entities"][0], "candidates": [12]}]
+    assert shown["edges"] == [{**ITEMS["edges"][0], "candidates": [7]}]
+
+
+def test_a_resolve_prompt_lists_each_candidate_once_its_summary_cut_short() -> None:
+    clause = "Subject to the terms and conditions of this License, each Contributor " + " ".join(
+        f"grants right {k}," for k in range(60)
+    )
+    hub = {"id": -1, "name": "Grant of Patent License", "type": "concept", "summary": clause}
+    other = {"id": 4, "name": "Apache License", "type": "concept", "summary": "A licence."}
+    items = {
+        "entities": [
+            {"id": f"e1.{i}", "name": name, "type": "concept", "candidates": [hub, other]}
+            for i, name in enumerate(["Patent grant", "Copyright grant", "Disclaimer"])
+        ],
+        "edges": [],
+    }
+    content = resolve_request(items).messages[-1]["content"]
+    shown = json.loads(content.removeprefix("<items>").removesuffix("</items>"))
+    assert [c["id"] for c in shown["candidate_entities"]] == [-1, 4]  # once, as first offered
+    assert all(e["candidates"] == [-1, 4] for e in shown["entities"])
+    cut = shown["candidate_entities"][0]["summary"]
+    assert cut.endswith("…") and len(cut) <= 201 and clause.startswith(cut[:-1])
+    assert shown["candidate_entities"][1]["summary"] == "A licence."
+    assert content.count("Subject to the terms") == 1
+    # Written out in each item as before, the prompt was three times as long.
+    assert len(content) * 3 < len(json.dumps(items))
 
 
 def test_schemas_are_strict() -> None:

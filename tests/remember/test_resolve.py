@@ -70,12 +70,15 @@ def names(candidates: list[dict[str, Any]]) -> list[str]:
 def reference_plans(conn, ds: int, extractions: list[Extraction]) -> list[dict[str, Any]]:
     """What each chunk's plan must be, computed the slow and obvious way."""
     doc_ids = itertools.count(-1, -1)
+    numbered: dict[tuple[str, Any], int] = {}  # an unstored item's id: one, however often offered
     seen_entities: list[tuple[tuple[int, int], Any]] = []
     seen_edges: list[tuple[tuple[int, int], Any, Extraction]] = []
     refs: dict[tuple[str, int], Ref] = {}  # the chunk's, emptied for each
 
     def offer(kind: str, ref: Ref, row_id: int | None, shown: dict[str, Any]) -> dict:
-        cid = row_id if row_id is not None else next(doc_ids)
+        if row_id is None and (kind, ref.key) not in numbered:
+            numbered[(kind, ref.key)] = next(doc_ids)
+        cid = row_id if row_id is not None else numbered[(kind, ref.key)]
         refs[(kind, cid)] = ref
         return {"id": cid, **shown}
 

@@ -357,7 +357,31 @@ def _within(when: Any, cand: dict[str, Any]) -> bool:
     return not when or when == cand.get("valid_at")
 
 
+def offered(items: dict[str, Any]) -> dict[str, Any]:
+    """A resolve prompt's items with each candidate written out in each item it is offered
+    to (gb lists each once, under "candidate_entities" and "candidate_facts", and gives
+    items their ids): what `resolve` and a test's `resolve_with` read."""
+    listed = {
+        "entities": {c.get("id"): c for c in items.get("candidate_entities") or []},
+        "edges": {c.get("id"): c for c in items.get("candidate_facts") or []},
+    }
+
+    def written_out(kind: str, candidate: Any) -> dict[str, Any]:
+        if isinstance(candidate, dict):
+            return candidate
+        return listed[kind].get(candidate, {"id": candidate})
+
+    return {
+        kind: [
+            {**item, "candidates": [written_out(kind, c) for c in item.get("candidates") or []]}
+            for item in items.get(kind) or []
+        ]
+        for kind in ("entities", "edges")
+    }
+
+
 def resolve(items: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic resolve answer for items as `offered` gives them."""
     entities = []
     for ent in items.get("entities") or []:
         name = str(ent.get("name") or "").strip().casefold()
@@ -1495,7 +1519,7 @@ class LLMServer:
             ) from None
         if not isinstance(items, dict):
             raise _Reply(400, "resolve: <items> must hold a JSON object", "invalid_request_error")
-        return (self.resolve_with or resolve)(items)
+        return (self.resolve_with or resolve)(offered(items))
 
     def _cut_off(self, stage: str, messages: list[dict[str, Any]]) -> bool:
         """Whether the answer is to be cut off for its input's length (`cut_off_over`)."""
