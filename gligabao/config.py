@@ -13,10 +13,10 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gligabao.base.record import Frozen
 from gligabao.chunk import MODES
 from gligabao.errors import ConfigError, UsageError
 
@@ -40,16 +40,29 @@ REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(Frozen):
+    __slots__ = ("choices", "default", "help", "high", "key", "kind", "low", "secret")
     key: str  # dotted: "chunk_size", "llm.base_url"
     kind: type
     default: Any
     help: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] | None = None
-    secret: bool = False
+    low: float | None
+    high: float | None
+    choices: tuple[str, ...] | None
+    secret: bool
+
+    def __init__(
+        self,
+        key: str,
+        kind: type,
+        default: Any,
+        help: str,
+        low: float | None = None,
+        high: float | None = None,
+        choices: tuple[str, ...] | None = None,
+        secret: bool = False,
+    ) -> None:
+        self._fill(key, kind, default, help, low, high, choices, secret)
 
     @property
     def env(self) -> str:
@@ -177,13 +190,16 @@ _SECTIONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(Frozen):
     """USD per million tokens."""
 
+    __slots__ = ("cached_input", "input", "output")
     input: float
     output: float
-    cached_input: float | None = None
+    cached_input: float | None
+
+    def __init__(self, input: float, output: float, cached_input: float | None = None) -> None:
+        self._fill(input, output, cached_input)
 
     def cost(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
         cached_rate = self.input if self.cached_input is None else self.cached_input
@@ -204,13 +220,22 @@ BUILTIN_SOURCE = f"built-in (OpenAI, as of {BUILTIN_PRICES_AS_OF})"
 _DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Frozen):
     values: Mapping[str, Any]
     sources: Mapping[str, str]
-    prices: Mapping[str, Price] = field(default_factory=dict)
-    path: Path | None = None
-    warnings: tuple[str, ...] = ()
+    prices: Mapping[str, Price]
+    path: Path | None
+    warnings: tuple[str, ...]
+
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        sources: Mapping[str, str],
+        prices: Mapping[str, Price] | None = None,
+        path: Path | None = None,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
+        self._fill(values, sources, {} if prices is None else prices, path, warnings)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]

@@ -1,8 +1,9 @@
 """The small helpers the store's SQL is written with, over any store.Connection.
 
 Rows come back as plain dicts keyed by column name; computed results (a dataset, a
-report, statistics) are small frozen dataclasses. What a database does its own way
-(a transaction's locking, checking its file) the connection does: these only ask it.
+report, statistics) are small frozen dataclasses, or records (base/record.py) where a
+search loads them. What a database does its own way (a transaction's locking, checking
+its file) the connection does: these only ask it.
 """
 
 from __future__ import annotations
