@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import re
 import time
 from array import array
@@ -433,6 +432,8 @@ def backoff(key: str, retry: int, base: float, cap: float) -> float:
     """Seconds before retry number `retry` (0-based). The jitter is drawn from the
     request and the retry number: retries of different requests spread out, and the
     same run waits the same way twice."""
+    import random  # ~1 ms of every search's start, for a retry
+
     jitter = random.Random(f"{key}:{retry}").random()
     return min(cap, base * 2**retry) * (0.5 + jitter / 2)
 

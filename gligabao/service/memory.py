@@ -29,7 +29,6 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from gligabao.config import SETTINGS, Config, load_config
@@ -437,6 +436,7 @@ class Memory:
         graphml or csv), of the facts true `at` a time if given: to `output` (a file
         replaced once written whole; for csv a folder), else to `stream`."""
         import sys
+        from pathlib import Path  # ~1 ms of every command's start: here, for this one
 
         from gligabao.service.exporting import export_graph
 

@@ -165,6 +165,10 @@ def test_a_json_search_imports_only_what_it_needs(online, corpus, monkeypatch) -
     assert not _top(modules) & unwanted
     # No dataclass on its path (base/record.py): dataclasses imports inspect, ~7 ms.
     assert not _top(modules) & {"dataclasses", "inspect"}
+    # Nor what only another command or a rarer case needs, ~1 ms each: pathlib (a config
+    # file found, a database created), datetime (a time given or written), random (a
+    # retry's jitter).
+    assert not _top(modules) & {"pathlib", "datetime", "random"}
     assert not {
         m
         for m in modules
