@@ -15,14 +15,16 @@ import re
 import stat
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 from gligabao.base.record import Frozen
 from gligabao.chunk import MODES
 from gligabao.errors import ConfigError, UsageError
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
+    from typing import Any
 
     from gligabao.chunk import ChunkSettings
 

@@ -16,7 +16,7 @@ dataclasses: only what a search loads is written this way.
 
 from __future__ import annotations
 
-# Not typing's: a `gb search` loads no typing (see cli/__init__.py).
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, TypeVar

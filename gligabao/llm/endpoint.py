@@ -17,12 +17,16 @@ import re
 import time
 from array import array
 from collections.abc import Mapping
-from typing import Any
 
 from gligabao.base.record import Frozen, Record
 from gligabao.base.redact import safe_url
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_BASE_URL",

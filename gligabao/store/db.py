@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
-from typing import Any
 
 from gligabao.store.connection import Connection, Params
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "insert",

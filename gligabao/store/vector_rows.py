@@ -7,8 +7,8 @@ postgres/vectors.py) store and search them; the rest of the package reaches them
 from __future__ import annotations
 
 from array import array
+from collections import namedtuple
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
 
 from gligabao.base.record import Frozen
 
@@ -65,7 +65,9 @@ class VectorRow(Frozen):
         self._fill(vector_id, embedding, {} if metadata is None else metadata)
 
 
-class Neighbor(NamedTuple):
+# Not typing's NamedTuple: `gb search` loads no typing (~3 ms of its start).
+class Neighbor(namedtuple("Neighbor", ["vector_id", "distance"])):
+    __slots__ = ()
     vector_id: str
     distance: float
 

@@ -20,13 +20,17 @@ import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import apsw
 
 from gligabao.store.db import query, query_one, scalar
 from gligabao.store.errors import Conflict, DatabaseBusy, DatabaseError, NoDatabase, SchemaTooNew
 from gligabao.store.sqlite import migrations
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "SQLiteConnection",
