@@ -8,19 +8,24 @@ the config file, the default. The file is the first of `--config`,
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
+from gligabao.base.record import Frozen
 from gligabao.chunk import MODES
 from gligabao.errors import ConfigError, UsageError
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any
+
     from gligabao.chunk import ChunkSettings
 
 # The chat stages, each with its models.* and reasoning.* setting; rerank is gb search's,
@@ -40,16 +45,29 @@ REASONING_LEVELS = ("none", "low", "medium", "high")
 CONFIG_NAME = "gligabao.toml"
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(Frozen):
+    __slots__ = ("choices", "default", "help", "high", "key", "kind", "low", "secret")
     key: str  # dotted: "chunk_size", "llm.base_url"
     kind: type
     default: Any
     help: str
-    low: float | None = None
-    high: float | None = None
-    choices: tuple[str, ...] | None = None
-    secret: bool = False
+    low: float | None
+    high: float | None
+    choices: tuple[str, ...] | None
+    secret: bool
+
+    def __init__(
+        self,
+        key: str,
+        kind: type,
+        default: Any,
+        help: str,
+        low: float | None = None,
+        high: float | None = None,
+        choices: tuple[str, ...] | None = None,
+        secret: bool = False,
+    ) -> None:
+        self._fill(key, kind, default, help, low, high, choices, secret)
 
     @property
     def env(self) -> str:
@@ -177,13 +195,16 @@ _SECTIONS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Price:
+class Price(Frozen):
     """USD per million tokens."""
 
+    __slots__ = ("cached_input", "input", "output")
     input: float
     output: float
-    cached_input: float | None = None
+    cached_input: float | None
+
+    def __init__(self, input: float, output: float, cached_input: float | None = None) -> None:
+        self._fill(input, output, cached_input)
 
     def cost(self, input_tokens: int, output_tokens: int, cached_tokens: int = 0) -> float:
         cached_rate = self.input if self.cached_input is None else self.cached_input
@@ -204,13 +225,22 @@ BUILTIN_SOURCE = f"built-in (OpenAI, as of {BUILTIN_PRICES_AS_OF})"
 _DATED = re.compile(r"-\d{4}-\d{2}-\d{2}$")
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(Frozen):
     values: Mapping[str, Any]
     sources: Mapping[str, str]
-    prices: Mapping[str, Price] = field(default_factory=dict)
-    path: Path | None = None
-    warnings: tuple[str, ...] = ()
+    prices: Mapping[str, Price]
+    path: Path | None
+    warnings: tuple[str, ...]
+
+    def __init__(
+        self,
+        values: Mapping[str, Any],
+        sources: Mapping[str, str],
+        prices: Mapping[str, Price] | None = None,
+        path: Path | None = None,
+        warnings: tuple[str, ...] = (),
+    ) -> None:
+        self._fill(values, sources, {} if prices is None else prices, path, warnings)
 
     def __getitem__(self, key: str) -> Any:
         return self.values[key]
@@ -286,34 +316,67 @@ class Config:
 
 
 def find_config_file(explicit: str | None, env: Mapping[str, str]) -> Path | None:
+    # pathlib (~1 ms of a start) is imported where a file is named or found: most runs
+    # have none, looked for with os.stat (_is_file).
     if explicit:
+        from pathlib import Path
+
         path = Path(explicit)
         if not path.is_file():
             raise ConfigError(f"config file {explicit} does not exist")
         return path
     if env.get("GB_CONFIG"):
+        from pathlib import Path
+
         path = Path(env["GB_CONFIG"])
         if not path.is_file():
             raise ConfigError(f"GB_CONFIG points to {path}, which does not exist")
         return path
-    local = Path(CONFIG_NAME)
-    if local.is_file():
-        return local
-    user = user_config_dir() / CONFIG_NAME
-    return user if user.is_file() else None
+    found = CONFIG_NAME if _is_file(CONFIG_NAME) else None
+    if found is None:
+        user = os.path.join(_user_config_folder(), CONFIG_NAME)
+        found = user if _is_file(user) else None
+    if found is None:
+        return None
+    from pathlib import Path
+
+    return Path(found)
+
+
+# What Path.is_file() takes for "no such file" rather than an error to raise.
+_ABSENT = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _is_file(name: str) -> bool:
+    """Path(name).is_file(), without pathlib."""
+    try:
+        return stat.S_ISREG(os.stat(name).st_mode)
+    except OSError as exc:
+        if exc.errno not in _ABSENT:
+            raise
+    except ValueError:  # a NUL in the name
+        pass
+    return False
 
 
 def user_config_dir() -> Path:
-    """The user's configuration folder, as platformdirs names it. On Linux that is the XDG
-    one, said here: platformdirs' import is ~6 ms of every `gb search`."""
+    """The user's configuration folder, as platformdirs names it."""
+    from pathlib import Path
+
+    return Path(_user_config_folder())
+
+
+def _user_config_folder() -> str:
+    """user_config_dir(). On Linux that is the XDG one, said here: platformdirs' import is
+    ~6 ms of every `gb search`."""
     if sys.platform == "linux" and "ANDROID_DATA" not in os.environ:
         base = os.environ.get("XDG_CONFIG_HOME", "")
         if not os.path.isabs(base):  # unset, empty or relative: ignored, as XDG says
             base = os.path.expanduser("~/.config")
-        return Path(base) / "gligabao"
+        return os.path.join(base, "gligabao")
     from platformdirs import user_config_dir as platform_dir
 
-    return Path(platform_dir("gligabao"))
+    return platform_dir("gligabao")
 
 
 def load_config(

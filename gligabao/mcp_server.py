@@ -23,7 +23,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 from typing_extensions import NotRequired, TypedDict  # pydantic: not typing's, before 3.12
 
 from gligabao import __version__
@@ -69,8 +69,34 @@ against its source, and cite the `path:LINE-LINE` places the answers give."""
 # ---- what each tool answers: the objects --json prints, declared as output schemas
 
 
+@dataclasses.dataclass(frozen=True)
+class HitOutput:
+    """One search result: a chunk (or an unchunked document) with where it comes from."""
+
+    # The schema of search.hybrid.Hit, which is no dataclass (the pydantic the SDK uses
+    # could not read it): `gb search` loads no dataclasses (see base/record.py). A test
+    # holds the two to the same fields.
+    __pydantic_config__ = ConfigDict(title="Hit")
+
+    score: float
+    ranks: dict[str, int]
+    artifact_id: int
+    document_id: int
+    source: str | None
+    start_offset: int | None
+    end_offset: int | None
+    line_start: int | None
+    line_end: int | None
+    section: str | None
+    text: str
+    summary: str | None
+    kind: str = "chunk"
+    locations: dict[str, Any] = dataclasses.field(default_factory=dict)
+    line_map: list[list[int]] = dataclasses.field(default_factory=list)
+
+
 class SearchOutput(TypedDict):
-    hits: list[Hit]
+    hits: list[HitOutput]
 
 
 class FactsOutput(TypedDict):

@@ -10,10 +10,10 @@ for the settings' classes, the token counter and text.py's patterns.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gligabao.base.lazy import exports
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gligabao.chunk.cutting import ChunkSettings, Cut, cut, mode_for
     from gligabao.chunk.text import Chunk, Splitter, overlap_budget, split_text

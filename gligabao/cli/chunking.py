@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from typing import TYPE_CHECKING
 
@@ -10,6 +9,7 @@ import typer
 
 from gligabao.cli import options, render
 from gligabao.cli.app import command, configure, memory
+from gligabao.config import Price
 from gligabao.errors import ExitCode, InputError, UsageError
 from gligabao.read.files import STDIN
 from gligabao.service.settings import where_from
@@ -154,4 +154,4 @@ def show_config(
 
 
 def _plain(value: object) -> object:
-    return dataclasses.asdict(value) if dataclasses.is_dataclass(value) else value
+    return value.as_dict() if isinstance(value, Price) else value

@@ -11,7 +11,11 @@ that both read every argument list alike.
 
 from __future__ import annotations
 
-from typing import Any
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 
 # Each option that takes a value: the name of search()'s parameter it gives.
 _VALUES = {

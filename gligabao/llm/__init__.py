@@ -12,12 +12,12 @@ should not pay.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from gligabao.base.lazy import exports
 from gligabao.base.redact import scrub
 from gligabao.llm.endpoint import EMBED_STAGE, Flight, LLMError
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gligabao.llm.client import LLM, Answer, Embeddings, Inference
     from gligabao.llm.prompts import (

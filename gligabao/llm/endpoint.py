@@ -13,17 +13,20 @@ from __future__ import annotations
 import json
 import math
 import os
-import random
 import re
 import time
 from array import array
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
 
+from gligabao.base.record import Frozen, Record
 from gligabao.base.redact import safe_url
 from gligabao.config import Config
 from gligabao.errors import ConfigError, GbError
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -118,8 +121,7 @@ def one_line(text: str, limit: int = 300) -> str:
 # ------------------------------------------------------------------ endpoints
 
 
-@dataclass(frozen=True)
-class Endpoints:
+class Endpoints(Frozen):
     """The chat and embeddings endpoints and keys a configuration resolves to.
 
     The embeddings key is the chat key only when both go to the same server, or when
@@ -131,6 +133,15 @@ class Endpoints:
     chat_key: str | None
     embed_url: str | None
     embed_key: str | None
+
+    def __init__(
+        self,
+        chat_url: str | None,
+        chat_key: str | None,
+        embed_url: str | None,
+        embed_key: str | None,
+    ) -> None:
+        self._fill(chat_url, chat_key, embed_url, embed_key)
 
     @classmethod
     def from_config(cls, config: Config, env: Mapping[str, str] | None = None) -> Endpoints:
@@ -182,18 +193,31 @@ def key_hint(config: Config, stage: str) -> str:
 # ------------------------------------------------------------------ calls
 
 
-@dataclass(eq=False)  # one call, compared and hashed as itself
-class Flight:
+class Flight(Record):
     """One call as its caller sees it: `sending` while a request of it is out (paid for
     once the server answers); `stopped` once the caller no longer wants it, after which
     no further attempt is sent (no retry, no unusable answer asked again)."""
 
-    sending: bool = False
-    stopped: bool = False
-    crew: Crew | None = field(default=None, repr=False)
-    contained: bool = False  # its failure is its caller's to handle: the crew goes on
+    sending: bool
+    stopped: bool
+    crew: Crew | None
+    contained: bool  # its failure is its caller's to handle: the crew goes on
     # Only its being cut off at the output limit is its caller's (asked again in parts).
-    contains_cut_off: bool = False
+    contains_cut_off: bool
+    _unshown = frozenset({"crew"})
+    # One call, compared and hashed as itself.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(
+        self,
+        sending: bool = False,
+        stopped: bool = False,
+        crew: Crew | None = None,
+        contained: bool = False,
+        contains_cut_off: bool = False,
+    ) -> None:
+        self._fill(sending, stopped, crew, contained, contains_cut_off)
 
     def fail(self, error: LLMError) -> None:
         """This call failed for good: its crew's calls not yet sending are stopped."""
@@ -205,30 +229,45 @@ class Flight:
                 other.stopped = True
 
 
-@dataclass(eq=False)
-class Crew:
+class Crew(Record):
     """The calls that stand or fall together (one document's): when one fails for good,
     those not yet sending are stopped before the limiter lets the next one in, and the
     first failure is what the others report."""
 
-    flights: set[Flight] = field(default_factory=set)
-    failure: LLMError | None = None
+    flights: set[Flight]
+    failure: LLMError | None
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
+    def __init__(self, flights: set[Flight] | None = None, failure: LLMError | None = None) -> None:
+        self._fill(set() if flights is None else flights, failure)
 
 
 # ------------------------------------------------------------------ failures
 
 
-@dataclass
-class Failure:
+class Failure(Record):
     """Why one attempt failed, and whether (and when) to try again."""
 
     head: str  # "HTTP 500", "timed out (limit 60 s)"
-    detail: str = ""  # the server's words, scrubbed
-    status: int | None = None
-    retryable: bool = False
-    retry_after: float | None = None
-    code: str | None = None
-    unreachable: bool = False
+    detail: str  # the server's words, scrubbed
+    status: int | None
+    retryable: bool
+    retry_after: float | None
+    code: str | None
+    unreachable: bool
+
+    def __init__(
+        self,
+        head: str,
+        detail: str = "",
+        status: int | None = None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+        code: str | None = None,
+        unreachable: bool = False,
+    ) -> None:
+        self._fill(head, detail, status, retryable, retry_after, code, unreachable)
 
     def cause(self, retries: int) -> str:
         text = self.head
@@ -315,13 +354,15 @@ class Unusable(Exception):
     body nested too deeply to read): a failed attempt, retried like a 5xx."""
 
 
-@dataclass(frozen=True)
-class TooLarge:
+class TooLarge(Frozen):
     """A server's refusal of an input as too large: the most tokens it takes, and the
     tokens it counted in the input it refused, where its message says."""
 
     limit: int | None
     count: int | None
+
+    def __init__(self, limit: int | None, count: int | None) -> None:
+        self._fill(limit, count)
 
 
 # Patterns compiled on first use (re's own cache): a server's refusal is rare, and the
@@ -395,6 +436,8 @@ def backoff(key: str, retry: int, base: float, cap: float) -> float:
     """Seconds before retry number `retry` (0-based). The jitter is drawn from the
     request and the retry number: retries of different requests spread out, and the
     same run waits the same way twice."""
+    import random  # ~1 ms of every search's start, for a retry
+
     jitter = random.Random(f"{key}:{retry}").random()
     return min(cap, base * 2**retry) * (0.5 + jitter / 2)
 

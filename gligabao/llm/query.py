@@ -18,7 +18,6 @@ import json
 import os
 import time
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 from gligabao.base.redact import scrub
@@ -42,6 +41,11 @@ from gligabao.llm.endpoint import (
 )
 from gligabao.llm.float32 import Float32
 from gligabao.version import __version__
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["embed_query"]
 

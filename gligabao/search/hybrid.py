@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from gligabao.base.lines import line_range
+from gligabao.base.record import Frozen, Record
 from gligabao.errors import ConfigError
 from gligabao.store import Connection, hits, vectors
 from gligabao.store.artifacts import (
@@ -37,7 +36,11 @@ from gligabao.store.artifacts import (
 )
 from gligabao.store.datasets import Dataset
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from gligabao.config import Config
 
 __all__ = [
@@ -63,23 +66,29 @@ METHODS = ("hybrid", "bm25", "vector")
 FUSIONS = ("convex", "rrf")
 
 
-@dataclass(frozen=True)
-class Fusion:
+class Fusion(Frozen):
     """How hybrid search fuses its two rankings: `method` convex (the scores, normalised,
     weighted: `vector_weight` for the vectors) or rrf (the ranks, constant `rrf_k`).
     With `guard`, a convex fusion halves the vectors' weight for a query whose vectors
     cannot be trusted (see Candidates.vectors_untrusted)."""
 
-    method: str = "convex"
-    vector_weight: float = 0.5
-    rrf_k: int = 60
-    guard: bool = True
+    method: str
+    vector_weight: float
+    rrf_k: int
+    guard: bool
 
-    def __post_init__(self) -> None:
-        if self.method not in FUSIONS:
-            raise ValueError(f"unknown fusion {self.method!r}; one of {', '.join(FUSIONS)}")
-        if not 0.0 <= self.vector_weight <= 1.0:
-            raise ValueError(f"vector_weight must be within 0..1, not {self.vector_weight}")
+    def __init__(
+        self,
+        method: str = "convex",
+        vector_weight: float = 0.5,
+        rrf_k: int = 60,
+        guard: bool = True,
+    ) -> None:
+        if method not in FUSIONS:
+            raise ValueError(f"unknown fusion {method!r}; one of {', '.join(FUSIONS)}")
+        if not 0.0 <= vector_weight <= 1.0:
+            raise ValueError(f"vector_weight must be within 0..1, not {vector_weight}")
+        self._fill(method, vector_weight, rrf_k, guard)
 
 
 # The fusion settings, by config key and Fusion field.
@@ -160,8 +169,7 @@ def weight_origin(config: Config, dataset: Dataset) -> str:
 Vector = Sequence[float] | bytes  # a query embedded with the dataset's model
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(Frozen):
     """One search result: a chunk (or an unchunked document) with where it comes from."""
 
     score: float
@@ -176,13 +184,50 @@ class Hit:
     section: str | None
     text: str
     summary: str | None
-    kind: str = "chunk"  # chunk | document
+    kind: str  # chunk | document
     # Where it comes from in a PDF, a chat or a web page (pages, messages, lines of the
     # file: formats.describe), or {}.
-    locations: dict[str, Any] = field(default_factory=dict)
+    locations: dict[str, Any]
     # A web page's: the file's lines of each part of its text, so a snippet of it is
     # numbered as in the file (`gligabao.base.lines.mapped_lines`); not in --json.
-    line_map: list[list[int]] = field(default_factory=list, repr=False, compare=False)
+    line_map: list[list[int]]
+    _unshown = frozenset({"line_map"})
+
+    def __init__(
+        self,
+        score: float,
+        ranks: dict[str, int],
+        artifact_id: int,
+        document_id: int,
+        source: str | None,
+        start_offset: int | None,
+        end_offset: int | None,
+        line_start: int | None,
+        line_end: int | None,
+        section: str | None,
+        text: str,
+        summary: str | None,
+        kind: str = "chunk",
+        locations: dict[str, Any] | None = None,  # None: {}
+        line_map: list[list[int]] | None = None,  # None: []
+    ) -> None:
+        self._fill(
+            score,
+            ranks,
+            artifact_id,
+            document_id,
+            source,
+            start_offset,
+            end_offset,
+            line_start,
+            line_end,
+            section,
+            text,
+            summary,
+            kind,
+            {} if locations is None else locations,
+            [] if line_map is None else line_map,
+        )
 
     def as_json(self) -> dict[str, Any]:
         located = {"locations": self.locations} if self.locations else {}
@@ -475,14 +520,18 @@ def _best_stands_out(ranking: Sequence[int], scores: Mapping[int, float]) -> flo
     return (max(values) - mean) / sd if sd else 0.0
 
 
-@dataclass
-class Candidates:
+class Candidates(Record):
     """What each method found for a query (entry ids best first) and their own scores
     (BM25's, cosine similarity): fused by `ranked`, as often as wanted (gb eval --tune)."""
 
     method: str
     rankings: dict[str, list[int]]
     scores: dict[str, dict[int, float]]
+
+    def __init__(
+        self, method: str, rankings: dict[str, list[int]], scores: dict[str, dict[int, float]]
+    ) -> None:
+        self._fill(method, rankings, scores)
 
     def vectors_untrusted(self) -> bool:
         """Whether this query's vectors should not move its ranking: their scores do not

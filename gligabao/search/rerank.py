@@ -82,7 +82,7 @@ def reordered(hits: Sequence[Hit], order: Sequence[Any]) -> list[Hit] | None:
         return None
     rest = [i for i in range(len(hits)) if i not in set(chosen)]
     return [
-        replace(hits[i], ranks={**hits[i].ranks, RERANK_RANK: place})
+        hits[i].replace(ranks={**hits[i].ranks, RERANK_RANK: place})
         for place, i in enumerate(chosen + rest, start=1)
     ]
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from gligabao.base.times import canonical_time
 from gligabao.errors import UsageError
 
 # The most any count option (-k, --limit, --depth) takes: beyond any store, and small
@@ -21,6 +20,8 @@ def iso_time(flag: str, value: str | None) -> str | None:
     """An ISO-8601 time as gb's UTC text (gligabao.base.times); a time without zone is UTC."""
     if value is None:
         return None
+    from gligabao.base.times import canonical_time  # datetime: ~1 ms of every start
+
     moment = canonical_time(value)
     if moment is None:  # a value given in the call: a usage error (exit 2), as -k 0 is
         raise UsageError(

@@ -5,7 +5,6 @@ best hits reordered by the chat model when asked."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
 
 from gligabao.errors import GbError
 from gligabao.search.hybrid import (
@@ -18,16 +17,21 @@ from gligabao.search.hybrid import (
     vector_obstacle,
 )
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any, TypeVar
+
     from gligabao.config import Config
     from gligabao.llm.float32 import Float32
     from gligabao.store import Connection
     from gligabao.store.datasets import Dataset
 
+    T = TypeVar("T")
+
 __all__ = ["Hits", "embedder", "or_bm25", "search_chunks"]
 
 Notice = Callable[[str], None]
-T = TypeVar("T")
 
 
 class Hits(list[Hit]):

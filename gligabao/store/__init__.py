@@ -8,7 +8,8 @@ of every LLM call, keyword indexes and vector indexes. Today that is one SQLite 
         ...
 
 Nothing here calls the network. Table rows come back as dicts keyed by column name;
-computed results are small frozen dataclasses.
+computed results are small frozen dataclasses (or records, base/record.py, on a search's
+path).
 
 Cut for a second database (PostgreSQL with pgvector) beside SQLite: most of the store's
 SQL reads the same in both, so it is written once (artifacts, graph, facts and the rest)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from gligabao.base.lines import line_range
 from gligabao.store import dialect, fts
@@ -20,6 +19,11 @@ from gligabao.store.db import insert, now_iso, transaction, write
 from gligabao.store.db import query as _rows
 from gligabao.store.db import query_one as _row
 from gligabao.store.errors import NotFound
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "COMPLETE",

@@ -11,11 +11,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start). The protocol is for
+# type checkers: at run time it is a plain class (no isinstance asks it), and Params the
+# union without its parameters.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Protocol
+
+    Params = Sequence[Any] | Mapping[str, Any]
+else:
+    Protocol = object
+    Params = Sequence | Mapping
 
 __all__ = ["Connection", "Params"]
-
-Params = Sequence[Any] | Mapping[str, Any]
 
 
 class Connection(Protocol):

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
 from gligabao.store import dialect
 from gligabao.store.artifacts import SUMMARY_KIND
 from gligabao.store.connection import Connection
 from gligabao.store.db import query
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["details", "kinds", "summaries", "superseded_rows"]
 

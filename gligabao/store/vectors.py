@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
-from typing import TYPE_CHECKING
 
 from gligabao.store.connection import Connection
 from gligabao.store.sqlite import vectors as sqlite
@@ -26,6 +25,8 @@ from gligabao.store.vector_rows import (
     vector_id,
 )
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gligabao.store.stats import VecIndexStats
 

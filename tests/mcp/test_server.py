@@ -7,6 +7,7 @@ under --root, a locked database, no LLM endpoint, and no API key in any answer.
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import os
@@ -25,7 +26,8 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
-from gligabao.mcp_server import READ_TOOLS, WRITE_TOOLS
+from gligabao.mcp_server import READ_TOOLS, WRITE_TOOLS, HitOutput
+from gligabao.search.hybrid import Hit
 from gligabao.store import open_db
 from tests.service.test_api import DOCS
 from tests.support.helpers import DB, SECRET, absolute, gb, story, write
@@ -364,3 +366,16 @@ def test_an_llm_warning_has_gb_s_prefix(online) -> None:
     said = Path("server.log").read_text().splitlines()
     adapted = [line for line in said if "refuses stream_options" in line]
     assert len(adapted) == 1 and adapted[0].startswith("gb: warning: "), said
+
+
+def test_the_search_schema_is_a_hits() -> None:
+    """The search tool's output schema is written as a dataclass beside Hit (which is none):
+    the same fields, in order, each with the same default."""
+    assert tuple(f.name for f in dataclasses.fields(HitOutput)) == Hit._fields
+    assert HitOutput.__doc__ == Hit.__doc__
+    required = {
+        f.name: f.name
+        for f in dataclasses.fields(HitOutput)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    }
+    assert dataclasses.asdict(HitOutput(**required)) == Hit(**required).as_dict()

@@ -13,11 +13,15 @@ migrations); an artifact's row is written here (index_artifact_text).
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, scalar, transaction
 from gligabao.store.terms import words_of
+
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "artifact_rows",

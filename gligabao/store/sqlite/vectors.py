@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 from gligabao.store.connection import Connection
 from gligabao.store.db import query, scalar, transaction, write
@@ -59,6 +58,8 @@ from gligabao.store.vector_rows import (
     vector_id,
 )
 
+# Not typing's: `gb search` loads no typing (~3 ms of its start).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gligabao.store.stats import VecIndexStats
 
