@@ -68,6 +68,7 @@ class SQLiteConnection(apsw.Connection):
     busy_timeout_ms: int
     read_only: bool  # opened read-only: the file or its folder cannot be written
     _sibling: SQLiteConnection | None = None
+    _whole = False  # in a `whole` transaction: nested ones add no savepoint
 
     def sibling(self) -> SQLiteConnection:
         """A second connection to the same file, opened on first use and closed with
@@ -92,27 +93,35 @@ class SQLiteConnection(apsw.Connection):
         return self
 
     @contextmanager
-    def transaction(self) -> Iterator[SQLiteConnection]:
+    def transaction(self, *, whole: bool = False) -> Iterator[SQLiteConnection]:
         """`BEGIN IMMEDIATE` … `COMMIT`, or `ROLLBACK` and re-raise on any exception.
 
         IMMEDIATE takes the write lock up front, so two writers wait on the busy timeout
         at BEGIN instead of failing halfway. Nested use (a store function called inside
         the pipeline's per-chunk transaction) becomes a savepoint: the inner block rolls
-        back alone on error and commits with the outer one.
+        back alone on error and commits with the outer one. Inside a `whole` block
+        (db.transaction) nested use adds nothing.
         """
         if not self.get_autocommit():
+            if self._whole:
+                yield self
+                return
             self.execute(f"SAVEPOINT {_SAVEPOINT}")
+            self._whole = whole
             try:
                 yield self
             except BaseException:
                 self.execute(f"ROLLBACK TO {_SAVEPOINT}")
                 self.execute(f"RELEASE {_SAVEPOINT}")
                 raise
+            finally:
+                self._whole = False
             self.execute(f"RELEASE {_SAVEPOINT}")
             return
 
         with translate_errors(self):
             self.execute("BEGIN IMMEDIATE")
+        self._whole = whole
         try:
             with translate_errors(self):
                 yield self
@@ -120,6 +129,8 @@ class SQLiteConnection(apsw.Connection):
             if not self.get_autocommit():
                 self.execute("ROLLBACK")
             raise
+        finally:
+            self._whole = False
         try:
             with translate_errors(self):
                 self.execute("COMMIT")
