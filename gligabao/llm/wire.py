@@ -36,12 +36,16 @@ class Fields(SimpleNamespace):
         return None
 
 
+# JSON's scalars, kept as they are without a call each: most of a streamed chunk's values.
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def fields(value: Any) -> Any:
     """JSON (dicts, lists, scalars) with every object made `Fields`."""
     if isinstance(value, dict):
-        return Fields(**{str(k): fields(v) for k, v in value.items()})
+        return Fields(**{str(k): v if type(v) in _SCALARS else fields(v) for k, v in value.items()})
     if isinstance(value, list):
-        return [fields(v) for v in value]
+        return [v if type(v) in _SCALARS else fields(v) for v in value]
     return value
 
 
