@@ -14,6 +14,7 @@ import json
 import math
 import os
 import re
+import sys
 import time
 from array import array
 from collections.abc import Mapping
@@ -403,6 +404,26 @@ _FLOAT32_MAX = 3.4028234663852886e38
 _FLOAT32_TINY = 1.1754943508222875e-38
 
 
+# A little-endian float32's last byte holds its sign and the top 7 of its 8 exponent
+# bits (h = E >> 1). Every h at most 80 (E <= 161) bounds each |x| below 2^35, so the
+# squared norm stays far below float32's largest for any number of values below 2^58,
+# and none is NaN or infinite (E = 255); one h of 33 or more (E >= 66) makes some
+# |x| >= 2^-61, so the squared norm is above 2^-122, well clear of float32's smallest
+# normal (2^-126) and of zero. A model's vector (values ~0.01-1) is always so, and is
+# told apart by two byte translations instead of a pass over its values as floats.
+_ABOVE_80 = bytes(int(b & 0x7F > 80) for b in range(256))
+_AT_LEAST_33 = bytes(int(b & 0x7F >= 33) for b in range(256))
+
+
+def _moderate(floats: array) -> bool:
+    """Whether the exponents of these float32 values alone show them usable (see above);
+    False says nothing either way."""
+    if sys.byteorder != "little":
+        return False
+    high = floats.tobytes()[3::4]
+    return b"\x01" not in high.translate(_ABOVE_80) and b"\x01" in high.translate(_AT_LEAST_33)
+
+
 def vector_problem(values: Any, dimensions: int) -> str | None:
     """Why an embedding from a server cannot be stored or searched, or None when it can:
     not numbers, another dimension, a value not finite (NaN; 1e308 is infinite as
@@ -416,6 +437,8 @@ def vector_problem(values: Any, dimensions: int) -> str | None:
             return "it holds values that are not numbers"
     if len(floats) != dimensions:
         return f"it has {len(floats)} dimensions, not {dimensions}"
+    if _moderate(floats):
+        return None
     # One C-level pass, not a Python step a value (2,800 vectors of 1,536 a document):
     # hypot is infinite or NaN exactly when a value is, and never overflows otherwise.
     # The same floats unpacked from a list: a quarter faster than from the array.

@@ -66,10 +66,11 @@ def _is(value: Any, name: str) -> bool:
 def validate(value: Any, schema: dict[str, Any], path: str = "$") -> None:
     """Raise SchemaMismatch at the first place `value` breaks `schema`."""
     wanted = schema.get("type")
-    if wanted is not None:
+    if wanted is not None and not (
+        _is(value, wanted) if isinstance(wanted, str) else any(_is(value, n) for n in wanted)
+    ):
         names = [wanted] if isinstance(wanted, str) else list(wanted)
-        if not any(_is(value, n) for n in names):
-            raise SchemaMismatch(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
+        raise SchemaMismatch(f"{path}: expected {' or '.join(names)}, got {_type_name(value)}")
     if "enum" in schema and value not in schema["enum"]:
         raise SchemaMismatch(f"{path}: {value!r} is not one of {schema['enum']!r}")
     if isinstance(value, dict):

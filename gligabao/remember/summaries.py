@@ -130,7 +130,7 @@ class _Rewriter:
             return 0
         embedded = await self.calls.embed([f"{e['name']}: {summary}" for e, summary in new])
         stored = 0
-        with transaction(self.conn):
+        with transaction(self.conn, whole=True):
             for (entity, summary), pieces in zip(new, embedded, strict=True):
                 if rewrite_summary(self.conn, entity["id"], summary, entity["summary_stale_at"]):
                     row = vectors.entity_row(entity["id"], combine(pieces))

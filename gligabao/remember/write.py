@@ -125,7 +125,8 @@ class Writer:
         assert plan is not None and piece.extraction is not None
         session = doc["session_id"]
         pause("chunk", piece, doc["id"])
-        with transaction(self.conn):
+        # Whole: nothing below catches an error to go on, so no savepoint is needed.
+        with transaction(self.conn, whole=True):
             summary_id = None
             if piece.chunk is None:
                 artifact_id = doc["id"]

@@ -52,7 +52,7 @@ class Connection(Protocol):
         """Whether a transaction is open (what a commit would end)."""
         ...
 
-    def transaction(self) -> AbstractContextManager[Connection]:
+    def transaction(self, *, whole: bool = False) -> AbstractContextManager[Connection]:
         """A writing transaction, or a savepoint inside one already open (see
         db.transaction, the way the store opens one)."""
         ...

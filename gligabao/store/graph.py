@@ -129,9 +129,11 @@ def insert_edge(
     """Insert a fact between two entities of the dataset; `artifact_id` is the chunk
     (or unchunked artifact) it is first extracted from."""
     with transaction(conn):
+        # Unary +: the two rows by their ids, not the dataset's entities scanned through
+        # its index for them (SQLite's pick otherwise, which grows with the graph).
         found = query(
             conn,
-            "SELECT id FROM gb_entities WHERE dataset_id = ? AND id IN (?, ?)",
+            "SELECT id FROM gb_entities WHERE +dataset_id = ? AND id IN (?, ?)",
             (dataset_id, source_entity_id, target_entity_id),
         )
         if len(found) != len({source_entity_id, target_entity_id}):

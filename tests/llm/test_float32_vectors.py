@@ -5,15 +5,19 @@ real openai client and the test server (tests/support/llm_server.py)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
+import math
+import random
 import struct
 import tracemalloc
 from array import array
+from typing import Any
 
 import pytest
 
 from gligabao.config import load_config
-from gligabao.llm import LLM
+from gligabao.llm import LLM, endpoint
 from gligabao.llm.float32 import decoded
 from tests.support.helpers import SECRET, gb, rows, story, write
 from tests.support.llm_server import LLMServer, embed_text
@@ -93,3 +97,38 @@ def test_an_embedding_is_decoded_to_float32(answer, expected) -> None:
 @pytest.mark.parametrize("answer", ["not base64!", "AAAA/w==AA", [None, 1.0], None, "AAA="])
 def test_what_is_no_vector_is_left_for_the_check_to_name(answer) -> None:
     assert decoded(answer) is answer
+
+
+def _checked_in_full(values: Any, dimensions: int) -> str | None:
+    """vector_problem without its shortcut by exponents: the pass over every value."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(endpoint, "_moderate", lambda floats: False)
+        return endpoint.vector_problem(values, dimensions)
+
+
+def test_the_check_by_exponents_says_what_the_full_check_says() -> None:
+    # Every float32 exponent, alone and beside a small value; and vectors of values from
+    # below float32's smallest normal to near its largest, NaN, infinities and zeros.
+    cases = []
+    for high in range(256):
+        for low in (0x00, 0x7F, 0x80, 0xFF):
+            one = bytes([0x12, 0x34, low, high])
+            cases += [one, one + _float32([1e-20]), one + _float32([0.03])]
+    rng = random.Random(4)
+    for _ in range(3000):
+        n = rng.choice([1, 3, 64, 384])
+        values = [rng.gauss(0, 1) * 2 ** rng.uniform(-150, 127) for _ in range(n)]
+        if rng.random() < 0.2:
+            values[rng.randrange(n)] = rng.choice([math.nan, math.inf, -math.inf, 0.0])
+        with contextlib.suppress(OverflowError):
+            cases.append(array("f", values).tobytes())
+    shortcuts = 0
+    for raw in cases:
+        floats = array("f")
+        floats.frombytes(raw)
+        said = endpoint.vector_problem(floats, len(floats))
+        assert said == _checked_in_full(floats, len(floats)), list(floats)[:4]
+        shortcuts += endpoint._moderate(floats)
+    assert shortcuts > 1000  # the shortcut was taken, and agreed, many times
+    model_like = array("f", [rng.gauss(0, 0.03) for _ in range(DIMS)])
+    assert endpoint._moderate(model_like) and endpoint.vector_problem(model_like, DIMS) is None

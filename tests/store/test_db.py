@@ -175,6 +175,40 @@ def test_savepoints_nested_twice_each_roll_back_only_their_own(conn) -> None:
     assert got == {"outer", "middle", "middle2"}
 
 
+def test_a_whole_transaction_nests_no_savepoint(conn) -> None:
+    # Nested blocks add nothing inside it (two statements each): an error anywhere
+    # undoes the whole block.
+    ds = datasets.get_or_create_dataset(conn, "default")
+    statements: list[str] = []
+    conn.set_profile(lambda sql, _ns: statements.append(sql))
+    with transaction(conn, whole=True):
+        for name in ("a", "b", "c"):
+            with transaction(conn):
+                conn.execute(
+                    "INSERT INTO gb_entities(dataset_id, name, type, name_norm, created_at) "
+                    "VALUES (?, ?, 't', ?, 'now')",
+                    (ds.id, name, name),
+                )
+    conn.set_profile(None)
+    assert not [s for s in statements if s.startswith(("SAVEPOINT", "RELEASE"))]
+    assert db.scalar(conn, "SELECT count(*) FROM gb_entities") == 3
+    with pytest.raises(ValueError), transaction(conn, whole=True):
+        with transaction(conn):
+            conn.execute("INSERT INTO gb_models(name) VALUES ('inner')")
+        with transaction(conn):
+            raise ValueError
+    assert conn.get_autocommit()
+    assert db.scalar(conn, "SELECT count(*) FROM gb_models WHERE name = 'inner'") == 0
+    # After it, nesting is a savepoint again.
+    with transaction(conn):
+        with pytest.raises(ValueError), transaction(conn):
+            conn.execute("INSERT INTO gb_models(name) VALUES ('undone')")
+            raise ValueError
+        conn.execute("INSERT INTO gb_models(name) VALUES ('kept')")
+    got = {r["name"] for r in db.query(conn, "SELECT name FROM gb_models")}
+    assert "kept" in got and "undone" not in got
+
+
 def test_nested_transactions_are_prepared_once(conn) -> None:
     # A savepoint named anew each time would be SQL never seen before, every time: a
     # statement prepared again, and the cache filled with them.

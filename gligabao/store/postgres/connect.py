@@ -104,6 +104,7 @@ class PostgresConnection:
         self.read_only = read_only
         self._changes = 0
         self._sibling: PostgresConnection | None = None
+        self._whole = False  # in a `whole` transaction: nested ones add no savepoint
         # The one lock every writer of this schema takes (see the module's docstring).
         self._write_lock = zlib.crc32(f"gligabao:{schema}".encode())
 
@@ -137,22 +138,30 @@ class PostgresConnection:
     # ---- transactions
 
     @contextmanager
-    def transaction(self) -> Iterator[PostgresConnection]:
+    def transaction(self, *, whole: bool = False) -> Iterator[PostgresConnection]:
         """BEGIN, the schema's write lock, … COMMIT; ROLLBACK and re-raise on any
-        exception. Nested use is a savepoint, as on SQLite."""
+        exception. Nested use is a savepoint, as on SQLite, and adds nothing inside a
+        `whole` block (db.transaction)."""
         if self.in_transaction:
+            if self._whole:
+                yield self
+                return
             self.execute(f"SAVEPOINT {_SAVEPOINT}")
+            self._whole = whole
             try:
                 yield self
             except BaseException:
                 self.execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
                 self.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
                 raise
+            finally:
+                self._whole = False
             self.execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
             return
         if self.read_only:
             raise DatabaseError(f"database {self.path} was opened to read only; nothing written")
         self.execute("BEGIN")
+        self._whole = whole
         try:
             self.execute(f"SET LOCAL lock_timeout = {int(self.busy_timeout_ms)}")
             self.execute("SELECT pg_advisory_xact_lock(?)", (self._write_lock,))
@@ -160,6 +169,8 @@ class PostgresConnection:
         except BaseException:
             self._end("ROLLBACK")
             raise
+        finally:
+            self._whole = False
         try:
             self.execute("COMMIT")
         except BaseException:

@@ -71,6 +71,7 @@ class SQLiteConnection(apsw.Connection):
     busy_timeout_ms: int
     read_only: bool  # opened read-only: the file or its folder cannot be written
     _sibling: SQLiteConnection | None = None
+    _whole = False  # in a `whole` transaction: nested ones add no savepoint
 
     def sibling(self) -> SQLiteConnection:
         """A second connection to the same file, opened on first use and closed with
@@ -95,27 +96,35 @@ class SQLiteConnection(apsw.Connection):
         return self
 
     @contextmanager
-    def transaction(self) -> Iterator[SQLiteConnection]:
+    def transaction(self, *, whole: bool = False) -> Iterator[SQLiteConnection]:
         """`BEGIN IMMEDIATE` … `COMMIT`, or `ROLLBACK` and re-raise on any exception.
 
         IMMEDIATE takes the write lock up front, so two writers wait on the busy timeout
         at BEGIN instead of failing halfway. Nested use (a store function called inside
         the pipeline's per-chunk transaction) becomes a savepoint: the inner block rolls
-        back alone on error and commits with the outer one.
+        back alone on error and commits with the outer one. Inside a `whole` block
+        (db.transaction) nested use adds nothing.
         """
         if not self.get_autocommit():
+            if self._whole:
+                yield self
+                return
             self.execute(f"SAVEPOINT {_SAVEPOINT}")
+            self._whole = whole
             try:
                 yield self
             except BaseException:
                 self.execute(f"ROLLBACK TO {_SAVEPOINT}")
                 self.execute(f"RELEASE {_SAVEPOINT}")
                 raise
+            finally:
+                self._whole = False
             self.execute(f"RELEASE {_SAVEPOINT}")
             return
 
         with translate_errors(self):
             self.execute("BEGIN IMMEDIATE")
+        self._whole = whole
         try:
             with translate_errors(self):
                 yield self
@@ -123,6 +132,8 @@ class SQLiteConnection(apsw.Connection):
             if not self.get_autocommit():
                 self.execute("ROLLBACK")
             raise
+        finally:
+            self._whole = False
         try:
             with translate_errors(self):
                 self.execute("COMMIT")
@@ -169,7 +180,9 @@ class SQLiteConnection(apsw.Connection):
 
 
 def dict_row(cursor: apsw.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
-    return dict(zip((d[0] for d in cursor.get_description()), row, strict=True))
+    # Every row read goes through here (~150 a document stored): the names as a list,
+    # not a generator, take half the time; a description is as long as its rows.
+    return dict(zip([d[0] for d in cursor.get_description()], row))  # noqa: B905
 
 
 def table_exists(conn: SQLiteConnection, name: str) -> bool:
