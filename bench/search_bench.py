@@ -369,9 +369,7 @@ def insert_cost(folder: str, batches: int = 30, seed: int = 3) -> dict[str, floa
     """ms to upsert 100 chunk vectors (one document's) into a database of 10,000 with the
     bits table, and with it dropped; batches interleaved, medians."""
     path = os.path.join(folder, "insert.db")
-    for p in (path, path + "-wal", path + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
+    _remove_database(path)
     conn = open_db(path)
     with_bits = get_or_create_dataset(conn, "with")
     without = get_or_create_dataset(conn, "without")
@@ -392,9 +390,7 @@ def insert_cost(folder: str, batches: int = 30, seed: int = 3) -> dict[str, floa
             if batch >= 100:  # 10,000 vectors there before the timed batches
                 times[name].append((time.perf_counter() - t0) * 1000)
     conn.close()
-    for p in (path, path + "-wal", path + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
+    _remove_database(path)
     return {name: statistics.median(t) for name, t in times.items()}
 
 
@@ -403,9 +399,7 @@ def real_recall(folder: str, real: str) -> tuple[int, int, float]:
     facts = np.load(os.path.join(real, "facts.npy")).astype(np.float32)
     queries = np.load(os.path.join(real, "queries.npy")).astype(np.float32)
     path = os.path.join(folder, "real.db")
-    for p in (path, path + "-wal", path + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
+    _remove_database(path)
     conn = open_db(path)
     ds = get_or_create_dataset(conn, "real")
     set_embedding(conn, ds.id, "all-minilm-l6-v2", facts.shape[1])
@@ -418,9 +412,7 @@ def real_recall(folder: str, real: str) -> tuple[int, int, float]:
             upsert_vectors(conn, ds.id, "chunks", rows)
     found = recall(conn, ds.id, [q.tobytes() for q in queries])
     conn.close()
-    for p in (path, path + "-wal", path + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
+    _remove_database(path)
     return len(facts), len(queries), found
 
 
@@ -448,9 +440,7 @@ def real_database(folder: str, vectors: RealVectors, n: int, reuse: bool) -> str
     if reuse and os.path.exists(path):
         print(f"searching the {n:,} chunks with real vectors kept in {path}")
         return path
-    for p in (path, path + "-wal", path + "-shm"):
-        if os.path.exists(p):
-            os.remove(p)
+    _remove_database(path)
     print(f"building {n:,} chunks with the real model's {vectors.dimensions}-d vectors ...")
     seconds, _ = build(path, n, vectors=vectors)
     print(f"  built in {seconds:.1f} s; database {_size(path) / 2**20:,.0f} MiB")
@@ -554,6 +544,13 @@ def command(
     }
 
 
+def _remove_database(path: str) -> None:
+    """The database at `path`, with its WAL and shared-memory files, gone."""
+    for p in (path, path + "-wal", path + "-shm"):
+        if os.path.exists(p):
+            os.remove(p)
+
+
 def _size(path: str) -> int:
     return sum(os.path.getsize(p) for p in (path, path + "-wal") if os.path.exists(p))
 
@@ -599,9 +596,7 @@ def main() -> None:
             if args.reuse and args.keep and os.path.exists(path):
                 print(f"searching the {n:,} chunks kept in {path}")
             else:
-                for p in (path, path + "-wal", path + "-shm"):
-                    if os.path.exists(p):
-                        os.remove(p)
+                _remove_database(path)
                 print(
                     f"building {n:,} chunks of ~{CHUNK_TOKENS} tokens, {DIMENSIONS}-d vectors ..."
                 )
@@ -615,22 +610,18 @@ def main() -> None:
             timing["command"] = command(path, args.runs, server.base_url)
             results.append((n, size, timing))
             if not args.keep:
-                for p in (path, path + "-wal", path + "-shm"):
-                    if os.path.exists(p):
-                        os.remove(p)
+                _remove_database(path)
         tiled = None
         if args.real_chunks:
             tiled = real_timing(folder, args.real, args.real_chunks, args.queries, args.reuse)
             if not args.keep:
                 path = os.path.join(folder, f"real-{args.real_chunks}.db")
-                for p in (path, path + "-wal", path + "-shm"):
-                    if os.path.exists(p):
-                        os.remove(p)
+                _remove_database(path)
         real_cmd = None
         if args.real_command:
-            real_cmd = real_command(
-                folder, args.real, args.real_command, args.runs, args.reuse and bool(args.keep)
-            )
+            real_cmd = real_command(folder, args.real, args.real_command, args.runs, args.reuse)
+            if not args.keep:
+                _remove_database(os.path.join(folder, f"real-{args.real_command}.db"))
         inserts = insert_cost(folder)
         real = real_recall(folder, args.real) if args.real else None
 

@@ -35,6 +35,7 @@ from gligabao.llm import (
     validate,
 )
 from gligabao.llm.client import JSON_ALONE, REASONING_HEADROOM
+from gligabao.llm.prompts import CANDIDATE_SUMMARY_CHARS
 from gligabao.llm.schema import checked
 from tests.support.helpers import serving
 from tests.support.llm_server import Fault, Hold, LLMServer, answer_model
@@ -262,7 +263,11 @@ def test_a_resolve_prompt_lists_each_candidate_once_its_summary_cut_short() -> N
     assert [c["id"] for c in shown["candidate_entities"]] == [-1, 4]  # once, as first offered
     assert all(e["candidates"] == [-1, 4] for e in shown["entities"])
     cut = shown["candidate_entities"][0]["summary"]
-    assert cut.endswith("…") and len(cut) <= 201 and clause.startswith(cut[:-1])
+    assert (
+        cut.endswith("…")
+        and len(cut) <= CANDIDATE_SUMMARY_CHARS + 1
+        and clause.startswith(cut[:-1])
+    )
     assert shown["candidate_entities"][1]["summary"] == "A licence."
     assert content.count("Subject to the terms") == 1
     # Written out in each item as before, the prompt was three times as long.
