@@ -26,6 +26,7 @@ import asyncio
 import contextlib
 import json
 import weakref
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -284,10 +285,19 @@ class _Run:
             self.trajectory.append({"step": name, "message": message, **data})
 
     async def run(self) -> Remembered:
+        running = _running()
+        running[self.dataset.id] += 1
+        try:
+            done = await self._remembered_or_found()
+        finally:
+            running[self.dataset.id] -= 1
+        return await self._following_facts(done)
+
+    async def _remembered_or_found(self) -> Remembered:
         found = self._find()
         if found is not None and self._whole(found):
             # Remembered whole already: no claim, no cut, no call (nightly re-imports).
-            return await self._following_facts(self._unchanged(found))
+            return self._unchanged(found)
         held = await self._claim()
         renewing = asyncio.ensure_future(self._renew(held.owner))
         done: Remembered | None = None
@@ -299,7 +309,7 @@ class _Run:
                 claims.drop(self.conn, self.dataset.id, self.source.sha256)
             else:
                 claims.release(self.conn, self.dataset.id, self.source.sha256, held.owner)
-        return await self._following_facts(done)
+        return done
 
     async def _following_facts(self, done: Remembered) -> Remembered:
         """The dataset's stale entity summaries rewritten from their facts, once this
@@ -307,6 +317,11 @@ class _Run:
         document closed or expired, and what earlier changes left (a forgotten document,
         an offline run). A failure leaves them stale and this document remembered."""
         if not self.llm.available or "graph" not in self._stages():
+            return done
+        if _running()[self.dataset.id]:
+            # Other documents of the dataset are still running in this event loop (a
+            # batch): the last one to end rewrites what they all left stale, each entity
+            # once, not once a document.
             return done
         async with _turn("entity summaries", self.dataset.id):
             followed = await follow_facts(self.conn, self.dataset.id, self.calls, self.step)
@@ -1005,6 +1020,17 @@ class _Run:
 _turns: weakref.WeakKeyDictionary[
     asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Lock]
 ] = weakref.WeakKeyDictionary()
+
+
+# Per event loop and dataset: the documents running, from their start to their stale
+# summaries' turn.
+_running_documents: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Counter[int]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _running() -> Counter[int]:
+    return _running_documents.setdefault(asyncio.get_running_loop(), Counter())
 
 
 def _turn(what: str, dataset_id: int) -> asyncio.Lock:

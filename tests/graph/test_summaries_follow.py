@@ -154,3 +154,26 @@ def test_a_rewrite_cut_off_is_asked_again_in_halves(gb_cli, online) -> None:
     )
     assert count("SELECT count(*) FROM gb_entities WHERE summary_stale_at IS NOT NULL") == 0
     assert _entity(gb_cli)["summary"].startswith(f"{ALICE}: {ALICE} works at Beta Labs")
+
+
+def test_a_batch_rewrites_each_stale_summary_once_after_its_last_document(gb_cli, online) -> None:
+    _remember(gb_cli, str(write("acme.md", f"{ALICE} works at Acme Corp on 2020-01-06.\n")))
+    jobs = {"beta.md": "Beta Labs on 2021", "gamma.md": "Gamma Inc on 2022"}
+    jobs["delta.md"] = "Delta Ltd on 2023"
+    for name, where in jobs.items():
+        write(name, f"{ALICE} works at {where}-05-01.\n")
+    lines = _remember(gb_cli, *jobs)
+    # Whatever order they were stored in, Alice's facts were closed again and again, and
+    # each closure left her stale; the batch asks for her summary once, when all three
+    # are stored.
+    assert sum(len(line["invalidated_edges"]) for line in lines) >= 3
+    asked = [_entities_of(r) for r in online.requests_for("summarize_entity")]
+    assert [e["name"] for batch in asked for e in batch].count(ALICE) == 1
+    first_rewrite = min(r.started for r in online.requests_for("summarize_entity"))
+    stored = [r for r in online.requests if r.stage in ("extract_graph", "resolve")]
+    assert max(r.ended for r in stored) < first_rewrite
+    # The run's last line says so; the others, which left it to that one, do not.
+    assert [("summaries_rewritten" in line) for line in lines] == [False, False, True]
+    view = _entity(gb_cli)
+    assert view["summary_stale_at"] is None
+    assert "Delta Ltd" in view["summary"] and "Beta Labs" in view["summary"]
