@@ -25,8 +25,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import weakref
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -51,7 +49,8 @@ from gligabao.llm.split import combine, halves
 from gligabao.read.sources import Source
 from gligabao.remember import diff
 from gligabao.remember.cut import chunk_lines, cut_source, said_when
-from gligabao.remember.planning import EarlyPlan, in_flight, stored_generation
+from gligabao.remember.loops import in_flight, running, stored_generation, turn
+from gligabao.remember.planning import EarlyPlan
 from gligabao.remember.resolve import (
     Extraction,
     Resolver,
@@ -285,12 +284,12 @@ class _Run:
             self.trajectory.append({"step": name, "message": message, **data})
 
     async def run(self) -> Remembered:
-        running = _running()
-        running[self.dataset.id] += 1
+        documents = running()
+        documents[self.dataset.id] += 1
         try:
             done = await self._remembered_or_found()
         finally:
-            running[self.dataset.id] -= 1
+            documents[self.dataset.id] -= 1
         return await self._following_facts(done)
 
     async def _remembered_or_found(self) -> Remembered:
@@ -318,12 +317,12 @@ class _Run:
         an offline run). A failure leaves them stale and this document remembered."""
         if not self.llm.available or "graph" not in self._stages():
             return done
-        if _running()[self.dataset.id]:
+        if running()[self.dataset.id]:
             # Other documents of the dataset are still running in this event loop (a
             # batch): the last one to end rewrites what they all left stale, each entity
             # once, not once a document.
             return done
-        async with _turn("entity summaries", self.dataset.id):
+        async with turn("entity summaries", self.dataset.id):
             followed = await follow_facts(self.conn, self.dataset.id, self.calls, self.step)
         if done.document_id is not None:  # its calls name the run's document, as the rest
             inferences.link_document(self.conn, self.calls.served, done.document_id)
@@ -459,7 +458,7 @@ class _Run:
                     "again once the server answers"
                 )
                 return self._offline(self._find(), result, pieces, stored, notice, PENDING)
-            async with _turn("store", self.dataset.id):
+            async with turn("store", self.dataset.id):
                 try:
                     return await self._store(document, result, todo, n)
                 finally:  # a plan made before this, by another document, is stale
@@ -1010,32 +1009,6 @@ class _Run:
         return Remembered(
             self.source.label, status, response, spend=self.calls.spend, trajectory=self.trajectory
         )
-
-
-# The documents of a batch are fetched at once, but stored one at a time per dataset:
-# a document's facts are resolved against the graph as the documents stored before it
-# left it, so two documents in flight that contradict each other are resolved as if
-# remembered one after the other, in any order (docs/usage.md, "`gb facts`").
-# Stale summaries are rewritten by one document at a time too: two would ask the same.
-_turns: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[str, int], asyncio.Lock]
-] = weakref.WeakKeyDictionary()
-
-
-# Per event loop and dataset: the documents running, from their start to their stale
-# summaries' turn.
-_running_documents: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Counter[int]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _running() -> Counter[int]:
-    return _running_documents.setdefault(asyncio.get_running_loop(), Counter())
-
-
-def _turn(what: str, dataset_id: int) -> asyncio.Lock:
-    locks = _turns.setdefault(asyncio.get_running_loop(), {})
-    return locks.setdefault((what, dataset_id), asyncio.Lock())
 
 
 def _response(conn, document: dict[str, Any], written: list[Written]) -> dict[str, Any]:

@@ -18,36 +18,16 @@ that document left it.
 from __future__ import annotations
 
 import asyncio
-import weakref
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING
 
+from gligabao.remember.loops import stored_generation
 from gligabao.remember.resolve import Batch, Batcher, Resolver
 
 if TYPE_CHECKING:
     from gligabao.remember.write import Piece
 
-__all__ = ["EarlyPlan", "in_flight", "stored_generation"]
-
-# Per event loop and dataset: the documents being fetched or stored, and how many were
-# stored so far (a plan made before the last one is stale).
-_flying: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Counter[int]] = (
-    weakref.WeakKeyDictionary()
-)
-_generations: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Counter[int]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def in_flight() -> Counter[int]:
-    """Documents in flight by dataset id, in this event loop."""
-    return _flying.setdefault(asyncio.get_running_loop(), Counter())
-
-
-def stored_generation() -> Counter[int]:
-    """Documents stored by dataset id, in this event loop."""
-    return _generations.setdefault(asyncio.get_running_loop(), Counter())
+__all__ = ["EarlyPlan"]
 
 
 class EarlyPlan:
