@@ -316,28 +316,22 @@ class Config(Frozen):
 
 
 def find_config_file(explicit: str | None, env: Mapping[str, str]) -> Path | None:
-    # pathlib (~1 ms of a start) is imported where a file is named or found: most runs
-    # have none, looked for with os.stat (_is_file).
+    # Looked for with os.stat (_is_file): pathlib (~1 ms of a start) is imported only
+    # where a file is named or found, and most runs have none.
     if explicit:
-        from pathlib import Path
-
-        path = Path(explicit)
-        if not path.is_file():
+        if not _is_file(explicit):
             raise ConfigError(f"config file {explicit} does not exist")
-        return path
-    if env.get("GB_CONFIG"):
-        from pathlib import Path
-
-        path = Path(env["GB_CONFIG"])
-        if not path.is_file():
-            raise ConfigError(f"GB_CONFIG points to {path}, which does not exist")
-        return path
-    found = CONFIG_NAME if _is_file(CONFIG_NAME) else None
-    if found is None:
-        user = os.path.join(_user_config_folder(), CONFIG_NAME)
-        found = user if _is_file(user) else None
-    if found is None:
-        return None
+        found = explicit
+    elif env.get("GB_CONFIG"):
+        found = env["GB_CONFIG"]
+        if not _is_file(found):
+            raise ConfigError(f"GB_CONFIG points to {found}, which does not exist")
+    else:
+        found = CONFIG_NAME  # in the working folder, else the user's
+        if not _is_file(found):
+            found = os.path.join(_user_config_folder(), CONFIG_NAME)
+            if not _is_file(found):
+                return None
     from pathlib import Path
 
     return Path(found)

@@ -311,10 +311,10 @@ class _Run:
         return done
 
     async def _following_facts(self, done: Remembered) -> Remembered:
-        """The dataset's stale entity summaries rewritten from their facts, once this
-        document is stored, in a run with the graph on and a chat endpoint: what this
-        document closed or expired, and what earlier changes left (a forgotten document,
-        an offline run). A failure leaves them stale and this document remembered."""
+        """The dataset's stale entity summaries rewritten from their facts, in a run with
+        the graph on and a chat endpoint, by the last of its documents to end: what they
+        closed or expired, and what earlier changes left (a forgotten document, an
+        offline run). A failure leaves them stale and this document remembered."""
         if not self.llm.available or "graph" not in self._stages():
             return done
         if running()[self.dataset.id]:

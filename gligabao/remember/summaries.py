@@ -3,12 +3,11 @@
 The store marks an entity's summary stale when a fact touching it is closed, expired or
 forgotten (store/entity_summaries.py). A run with a chat endpoint then rewrites the
 dataset's stale summaries once its documents are stored (a batch after its last one),
-several entities a call (stage summarize_entity), each from
-its current facts with their intervals: the same facts give the same request, so a
-rerun reuses the answer recorded. An entity with no fact left gets an empty summary,
-without a call: gb holds nothing it could state. Each rewritten summary is embedded
-again, as the entity's vector is its name and summary. Offline, or when a call fails,
-the marks stay for the next run.
+several entities a call (stage summarize_entity), each from its current facts with their
+intervals: the same facts give the same request, so a rerun reuses the answer recorded.
+An entity with no fact left gets an empty summary, without a call: gb holds nothing it
+could state. Each rewritten summary is embedded again, as the entity's vector is its name
+and summary. Offline, or when a call fails, the marks stay for the next run.
 """
 
 from __future__ import annotations
