@@ -30,7 +30,10 @@ ones), with `gligabao.graph.queries`:
 - facts --about ID --at DATE: `facts(conn, ds, about=[id], at=DATE)`, a random entity
   and a random date;
 - facts (list): `facts(conn, ds)`, the current facts, newest first;
-- entity NAME: `entity(conn, ds, NAME)`, an existing name, depth 1.
+- entity NAME: `entity(conn, ds, NAME)`, an existing name, depth 1;
+- a fact's candidates: `graph.current_edges_touching(..., nearest=(a, b), closed=True)`
+  as `gb remember`'s resolution calls it for each extracted fact, one end drawn among the
+  ten entities with the most facts.
 
 Each case shows its CPU time beside the wall time (this process, all threads): on a
 machine shared with other work it is the steadier figure. A hybrid call's CPU time can
@@ -107,6 +110,7 @@ from gligabao.chunk.tokens import ESTIMATOR  # noqa: E402
 from gligabao.config import load_config  # noqa: E402
 from gligabao.graph.queries import entity, facts  # noqa: E402
 from gligabao.llm.query import embed_query  # noqa: E402
+from gligabao.remember.resolve import MAX_CANDIDATES  # noqa: E402
 from gligabao.store import facts as store_facts  # noqa: E402
 from gligabao.store import graph, open_db, transaction  # noqa: E402
 from gligabao.store.artifacts import insert_chunk, insert_document  # noqa: E402
@@ -519,6 +523,14 @@ class Workload:
         ]
         self.names = [r["name"] for r in picks[2 * count :]]
         self.fact_counts = [r["fact_count"] for r in rows]
+        # What resolution reads for an extracted fact: the stored facts touching its two
+        # ends, nearest first. One end a hub (among the ten with the most facts), as a
+        # fact about the user, or their company, is in a memory of their own notes.
+        hubs = sorted(rows, key=lambda r: r["fact_count"])[-10:]
+        self.pairs = [
+            (graph.normalize_name(r["name"]), graph.normalize_name(rng.choice(hubs)["name"]))
+            for r in picks[:count]
+        ]
 
 
 def measure(path: str, work: Workload, base_url: str) -> dict[str, dict[str, float]]:
@@ -539,6 +551,7 @@ def measure(path: str, work: Workload, base_url: str) -> dict[str, dict[str, flo
         "about_at": (work.about, lambda a: facts(conn, ds, about=[a[0]], at=a[1], limit=20)),
         "list": (work.questions, lambda _: facts(conn, ds, limit=20)),
         "entity": (work.names, lambda name: entity(conn, ds, name)),
+        "candidates": (work.pairs, lambda pair: candidates(conn, ds.id, pair)),
     }
     out: dict[str, dict[str, float]] = {}
     for case, (inputs, call) in cases.items():
@@ -556,6 +569,14 @@ def measure(path: str, work: Workload, base_url: str) -> dict[str, dict[str, flo
         out[case]["rows"] = rows / len(inputs)
     conn.close()
     return out
+
+
+def candidates(conn, dataset_id: int, pair: tuple[str, str]) -> list[dict]:
+    """The stored facts an extracted fact between these two names is compared with, as
+    gb remember's resolution asks for them (remember/resolve.py)."""
+    return graph.current_edges_touching(
+        conn, dataset_id, names=pair, nearest=pair, limit=4 * MAX_CANDIDATES, closed=True
+    )
 
 
 def _run(argv: list[str], env: dict[str, str], cwd: str) -> tuple[float, str, str]:
@@ -683,6 +704,7 @@ def main() -> None:
         "about_at": "facts(about=[id], at=DATE)",
         "list": "facts(), current, newest first",
         "entity": "entity(NAME), depth 1",
+        "candidates": "a fact's candidates, one end a hub (resolution)",
     }
     for case, label in labels.items():
         t = timing[case]

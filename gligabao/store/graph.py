@@ -365,48 +365,39 @@ def current_edges_touching(
     `source_name`, `source_norm`, `target_name` and `target_norm`.
 
     In id order; with `nearest=(source_norm, target_norm)`, nearest first instead: the
-    facts with both ends so named (in that direction), then with one, each newest first.
-    At most `limit` rows.
+    current facts before the closed, and among each the facts with both ends so named
+    (in that direction), then with one, each newest first. At most `limit` rows.
 
     The ends are found first, by an index, and the facts then from the edges' indexes
     on either end: an OR across the two ends, or across joined names, would scan every
     edge of the graph. A name the graph does not know costs one lookup.
     """
-    ends = set(entity_ids)
+    named: list[dict[str, Any]] = []
     names = list(names)
     if names:
-        ends.update(
-            row["id"]
-            for row in query(
-                conn,
-                f"""SELECT id FROM gb_entities
-                   WHERE dataset_id = ? AND name_norm IN {dialect.of(conn).text_list("?")}""",
-                (dataset_id, json.dumps(names)),
-            )
+        named = query(
+            conn,
+            f"""SELECT id, name_norm FROM gb_entities
+               WHERE dataset_id = ? AND name_norm IN {dialect.of(conn).text_list("?")}""",
+            (dataset_id, json.dumps(names)),
         )
+    ends = sorted(set(entity_ids) | {row["id"] for row in named})
     if not ends:
         return []
-    order, keys, outer = "e.id", "", "e.id"
+    cut = dialect.NO_LIMIT if limit is None else int(limit)
     if nearest is not None:
-        # Current facts first: a hub's closed history must not crowd them out. The ends'
-        # names are matched by id, so that the order needs no join.
-        current = "(e.invalid_at IS NULL AND e.expired_at IS NULL)"
-        named = "(SELECT id FROM gb_entities WHERE dataset_id = :d AND name_norm = {})"
-        keys = f""", {current} AS cur,
-            CASE WHEN e.source_entity_id IN {named.format(":a")} THEN 1 ELSE 0 END
-            + CASE WHEN e.target_entity_id IN {named.format(":b")} THEN 1 ELSE 0 END AS near"""
-        order = "cur DESC, near DESC, e.id DESC"
-        outer = "top.cur DESC, top.near DESC, e.id DESC"
-    a, b = nearest if nearest is not None else (None, None)
-    # The facts are put in order and cut to `limit` by their ids first, then only those
-    # kept are read whole with their ends' names: a hub's facts (a thousand around one
-    # entity) are not all joined and sorted with every column. The limit is written into
-    # the SQL, not bound (see fts.entity_candidates).
+        a, b = nearest
+        ends_a = [row["id"] for row in named if row["name_norm"] == a]
+        ends_b = [row["id"] for row in named if row["name_norm"] == b]
+        return _nearest_first(conn, dataset_id, ends, ends_a, ends_b, cut, closed)
+    # The facts are cut to `limit` by their ids first, then only those kept are read
+    # whole with their ends' names. The limit is written into the SQL, not bound (see
+    # fts.entity_candidates).
     return query(
         conn,
         f"""WITH ends(id) AS {dialect.of(conn).id_list(":ids")},
             top AS (
-              SELECT e.id{keys}
+              SELECT e.id
               FROM gb_edges e
               WHERE e.id IN (SELECT id FROM gb_edges WHERE source_entity_id IN (SELECT id FROM ends)
                              UNION SELECT id FROM gb_edges
@@ -414,23 +405,77 @@ def current_edges_touching(
                 -- Unary +: found by their ids above, never by scanning the dataset's edges
                 -- (the planner's pick otherwise, which grows with the whole graph).
                 AND +e.dataset_id = :d
-                AND (:closed = 1 OR (e.invalid_at IS NULL AND e.expired_at IS NULL))
-              ORDER BY {order}
-              LIMIT {dialect.NO_LIMIT if limit is None else int(limit)})
-            SELECT e.*, s.name AS source_name, s.name_norm AS source_norm,
+                AND (:closed = 1 OR ({_CURRENT}))
+              ORDER BY e.id
+              LIMIT {cut})
+            {_WITH_NAMES}
+            ORDER BY e.id""",
+        {"d": dataset_id, "ids": json_ids(ends), "closed": int(closed)},
+    )
+
+
+# Whether a fact holds now; indexed with either end (migrations), so that an end's
+# current facts, newest first, are read in index order.
+_CURRENT = "e.invalid_at IS NULL AND e.expired_at IS NULL"
+# The facts kept in `top`, whole, with their ends' names.
+_WITH_NAMES = """SELECT e.*, s.name AS source_name, s.name_norm AS source_norm,
                    t.name AS target_name, t.name_norm AS target_norm
             FROM top
             JOIN gb_edges e ON e.id = top.id
             JOIN gb_entities s ON s.id = e.source_entity_id
-            JOIN gb_entities t ON t.id = e.target_entity_id
-            ORDER BY {outer}""",
-        {
-            "d": dataset_id,
-            "ids": json_ids(sorted(ends)),
-            "a": a,
-            "b": b,
-            "closed": int(closed),
-        },
+            JOIN gb_entities t ON t.id = e.target_entity_id"""
+
+
+def _nearest_first(
+    conn: Connection,
+    dataset_id: int,
+    ends: list[int],
+    ends_a: list[int],
+    ends_b: list[int],
+    limit: int,
+    closed: bool,
+) -> list[dict[str, Any]]:
+    """The facts touching `ends`, current first, then from an end in `ends_a` to one in
+    `ends_b`, then with one of the two, each newest first; at most `limit`.
+
+    A hub's thousands of facts are never all read and sorted: each end gives only its
+    first `limit` facts as they come in its index (current first, newest first), and so
+    does each pair of ends a-to-b. Whatever ranks in the first `limit` overall is among
+    those: a fact is outranked in its end's list only by facts that outrank it overall.
+    """
+    params: dict[str, Any] = {"d": dataset_id, "a": json_ids(ends_a), "b": json_ids(ends_b)}
+    params.update({f"e{i}": end for i, end in enumerate(ends)})
+    at = {end: i for i, end in enumerate(ends)}
+    ids = dialect.of(conn).id_list
+    order = f"({_CURRENT}) DESC, e.id DESC"
+    firsts = [
+        f"""SELECT id FROM (SELECT e.id FROM gb_edges e WHERE e.{column} = :e{i}
+                ORDER BY {order} LIMIT {limit}) AS {column[0]}{i}"""
+        for i in range(len(ends))
+        for column in ("source_entity_id", "target_entity_id")
+    ]
+    pairs = [
+        f"""SELECT id FROM (SELECT e.id FROM gb_edges e
+                WHERE e.source_entity_id = :e{at[a]} AND e.target_entity_id = :e{at[b]}
+                ORDER BY {order} LIMIT {limit}) AS p{at[a]}_{at[b]}"""
+        for a in ends_a
+        for b in ends_b
+    ]
+    union = "\n            UNION ".join(firsts + pairs)
+    return query(
+        conn,
+        f"""WITH found(id) AS ({union}),
+            top AS (
+              SELECT e.id, ({_CURRENT}) AS cur,
+                CASE WHEN e.source_entity_id IN {ids(":a")} THEN 1 ELSE 0 END
+                + CASE WHEN e.target_entity_id IN {ids(":b")} THEN 1 ELSE 0 END AS near
+              FROM found JOIN gb_edges e ON e.id = found.id
+              WHERE +e.dataset_id = :d {"" if closed else f"AND {_CURRENT}"}
+              ORDER BY cur DESC, near DESC, e.id DESC
+              LIMIT {limit})
+            {_WITH_NAMES}
+            ORDER BY top.cur DESC, top.near DESC, e.id DESC""",
+        params,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import random
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -399,6 +400,65 @@ def test_close_edge(conn, ds: int) -> None:
     other = datasets.get_or_create_dataset(conn, "other").id
     with pytest.raises(NotFound):
         graph.insert_edge(conn, other, alice, acme, "x", "cross-dataset edge")
+
+
+def test_a_facts_candidates_are_the_nearest_however_many_facts_its_ends_have(conn, ds: int) -> None:
+    """Resolution compares an extracted fact from Alice to Bob with the stored facts
+    touching them, current first, then Alice-to-Bob, then with one of the two, newest
+    first. Around a hub those are read from each end's newest facts, not all of them:
+    the result must be what ranking every fact would give, old Alice-to-Bob facts and
+    an ALICE of another type included."""
+    rng = random.Random(7)
+    alice = graph.insert_entity(conn, ds, "Alice", "Person")
+    robot = graph.insert_entity(conn, ds, "ALICE", "Robot")  # the same name, kept apart
+    bob = graph.insert_entity(conn, ds, "Bob", "Person")
+    others = [graph.insert_entity(conn, ds, f"Other {k}", "Thing") for k in range(6)]
+    named = {alice: "alice", robot: "alice", bob: "bob"}
+    ends = list(named)
+    pairs = [(alice, bob)] * 4 + [(robot, bob)] * 2 + [(bob, alice)] * 2
+    pairs += [(rng.choice(ends), rng.choice(others)) for _ in range(70)]
+    pairs += [(rng.choice(others), rng.choice(ends)) for _ in range(70)]
+    pairs += [(alice, bob), (others[0], others[1])]  # a recent one, and one touching neither
+    for n, (source, target) in enumerate(pairs):
+        edge = graph.insert_edge(conn, ds, source, target, "R", f"Fact {n}.")
+        if rng.random() < 0.4:  # the oldest Alice-to-Bob facts among the closed ones
+            graph.close_edge(conn, edge, "2020-01-01")
+    rows = db.query(
+        conn,
+        "SELECT id, source_entity_id, target_entity_id, invalid_at IS NULL AS cur FROM gb_edges",
+    )
+
+    def ranked(closed: bool, limit: int) -> list[int]:
+        touching = [
+            r
+            for r in rows
+            if (r["source_entity_id"] in named or r["target_entity_id"] in named)
+            and (closed or r["cur"])
+        ]
+        near = [
+            (
+                bool(r["cur"]),
+                (named.get(r["source_entity_id"]) == "alice")
+                + (named.get(r["target_entity_id"]) == "bob"),
+                r["id"],
+            )
+            for r in touching
+        ]
+        return [key[2] for key in sorted(near, reverse=True)[:limit]]
+
+    assert sum(1 for r in rows if not r["cur"]) > 24  # closed ones enough to matter
+    for closed in (True, False):
+        for limit in (3, 24, 1000):
+            got = graph.current_edges_touching(
+                conn,
+                ds,
+                names=("alice", "bob"),
+                nearest=("alice", "bob"),
+                limit=limit,
+                closed=closed,
+            )
+            assert [r["id"] for r in got] == ranked(closed, limit), (closed, limit)
+            assert {(r["source_norm"], r["target_norm"]) for r in got[:1]} == {("alice", "bob")}
 
 
 # Each hostile text, and the names of the entities that share one of its words, best
