@@ -280,6 +280,25 @@ def get_fact(conn: Connection, dataset: Dataset, fact_id: int) -> Fact | None:
     return attach_evidence(conn, rows)[0] if rows else None
 
 
+def _joined(listed: list[Evidence], found: Evidence) -> int:
+    """Where `found` goes in its fact's evidence: with a quote that one chunk's end cut
+    off and the next chunk's overlap states whole (one span inside the other, both found
+    exactly), one place, the whole quote, with both chunks on it; else a place of its own.
+    """
+    for i, kept in enumerate(listed):
+        if not (found.exact and kept.exact and kept.document_id == found.document_id):
+            continue
+        chunks = (*kept.chunk_ids, *found.chunk_ids)
+        if kept.start_offset <= found.start_offset and found.end_offset <= kept.end_offset:
+            listed[i] = replace(kept, chunk_ids=chunks)
+            return i
+        if found.start_offset <= kept.start_offset and kept.end_offset <= found.end_offset:
+            listed[i] = replace(found, chunk_ids=(found.chunk_id, *kept.chunk_ids))
+            return i
+    listed.append(found)
+    return len(listed) - 1
+
+
 def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
     """Facts of `store.facts` rows, each with its evidence: one query for all of them,
     each document read once (as far as its evidence goes) to number its lines."""
@@ -309,7 +328,6 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
                 exact=kept.exact or (bool(link["exact"]) and located),
             )
             continue
-        seen[key] = len(listed)
         where = stored_locations(link)
         # A web page's quote is cited by the lines of its file, through the chunk's map.
         mapped = mapped_lines(where.get("line_map"), start, end) or where.get("lines")
@@ -317,21 +335,20 @@ def attach_evidence(conn: Connection, rows: list[dict[str, Any]]) -> list[Fact]:
         shown = locations_of(link)
         if mapped:
             shown["lines"] = [first, last]
-        listed.append(
-            Evidence(
-                document_id=link["document_id"],
-                chunk_id=link["chunk_id"],
-                source=link["source"],
-                start_offset=start,
-                end_offset=end,
-                line_start=first,
-                line_end=last,
-                quote=link["quote"],
-                exact=bool(link["exact"]) and located,
-                locations=shown or None,
-                chunk_ids=(link["chunk_id"],),
-            )
+        found = Evidence(
+            document_id=link["document_id"],
+            chunk_id=link["chunk_id"],
+            source=link["source"],
+            start_offset=start,
+            end_offset=end,
+            line_start=first,
+            line_end=last,
+            quote=link["quote"],
+            exact=bool(link["exact"]) and located,
+            locations=shown or None,
+            chunk_ids=(link["chunk_id"],),
         )
+        seen[key] = _joined(listed, found)
     return [
         Fact(
             id=r["id"],

@@ -395,6 +395,38 @@ def test_the_response_shows_a_fact_stored_already_over(gb_cli, online, texts) ->
     assert acme["created"] and acme["invalid_at"].startswith("2021-09-01")  # by Initech
 
 
+def test_a_quote_one_chunk_cut_off_and_the_next_states_whole_is_one_place(
+    gb_cli, online, corpus
+) -> None:
+    """A chunk that ends inside a sentence quotes what it holds of it; the next chunk,
+    whose overlap holds it whole, quotes it whole. `gb why` shows that place once, the
+    whole quote, with both chunks on it."""
+    gb(gb_cli, "remember", "GPL-3", "--quiet")
+    links = rows(
+        """SELECT l.edge_id, l.start_offset AS s, l.end_offset AS e FROM gb_edge_artifacts l
+           WHERE l.exact = 1 AND l.start_offset IS NOT NULL"""
+    )
+    spans: dict[int, set[tuple[int, int]]] = {}
+    for link in links:
+        spans.setdefault(link["edge_id"], set()).add((link["s"], link["e"]))
+    cut = {
+        edge: max(found, key=lambda span: span[1] - span[0])
+        for edge, found in spans.items()
+        if any(a != b and b[0] <= a[0] and a[1] <= b[1] for a in found for b in found)
+    }
+    assert cut, "no quote was cut off by a chunk's end: the test shows nothing"
+    for edge, (start, end) in cut.items():
+        shown = json.loads(gb(gb_cli, "why", str(edge), "--json").stdout)["evidence"]
+        places = [(e["start_offset"], e["end_offset"]) for e in shown]
+        assert places.count((start, end)) == 1 and len(places) == len(set(places)), shown
+        for a in places:  # no place inside another
+            assert not any(a != b and b[0] <= a[0] and a[1] <= b[1] for b in places), shown
+        (whole,) = [e for e in shown if (e["start_offset"], e["end_offset"]) == (start, end)]
+        assert len(set(whole["chunk_ids"])) >= 2 and whole["chunk_id"] == whole["chunk_ids"][0]
+        text = gb(gb_cli, "why", str(edge)).stdout
+        assert text.count(f"GPL-3:{whole['line_start']}") == 1, text
+
+
 def test_a_name_that_matches_on_common_or_some_words_is_no_entity(gb_cli, online) -> None:
     write("ui.txt", "Greta Keller pressed Select All in Oslo.\n")
     gb(gb_cli, "remember", "ui.txt", "--quiet")
