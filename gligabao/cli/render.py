@@ -865,9 +865,9 @@ _WORD = re.compile(r"\w+")
 
 
 def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
-    """Each hit: its number, path:LINE-LINE, section, score and ranks, then the lines that
-    best match the query (see base/snippet.py), or with `full` its whole text and summary, the
-    query's words highlighted."""
+    """Each hit: its number, path:LINE or path:LINE-LINE, section, score and ranks, then
+    the lines that best match the query (see base/snippet.py), or with `full` its whole
+    text and summary, the query's words highlighted."""
     from gligabao.base.snippet import query_words, snippet, word_pattern
 
     pattern = word_pattern(query_words(query))
@@ -885,7 +885,7 @@ def search_hits(hits: list[Hit], query: str, *, full: bool = False) -> None:
         if hit.locations and "lines" not in hit.locations:  # a PDF's pages, a chat's messages
             where = cite_described(where, hit.locations)
         elif lines[0] is not None:
-            where += f":{lines[0]}-{lines[1]}"
+            where = cite_described(where, {"lines": lines})
         ranks = ", ".join(f"{m} #{r}" for m, r in hit.ranks.items())
         head = _assemble(
             (f"{number}. ", "bold"),

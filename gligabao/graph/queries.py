@@ -97,12 +97,8 @@ class Evidence:
     def where(self) -> str:
         """`path:LINE` or `path:LINE-LINE`, as a shell user quotes a place in a file; a
         PDF's pages (`path p.12-13`) or a chat's messages (`path msgs 14-19`) instead."""
-        if self.locations:
-            return cite_described(self.source or f"document {self.document_id}", self.locations)
-        lines = f"{self.line_start}" + (
-            f"-{self.line_end}" if self.line_end != self.line_start else ""
-        )
-        return f"{self.source or f'document {self.document_id}'}:{lines}"
+        where = self.locations or {"lines": (self.line_start, self.line_end)}
+        return cite_described(self.source or f"document {self.document_id}", where)
 
     def as_json(self) -> dict[str, Any]:
         shown = _shallow(self)
