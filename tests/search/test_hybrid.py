@@ -146,6 +146,18 @@ def test_library_hits_point_at_lines_and_map_summaries_to_their_chunk(tmp_path: 
 # ------------------------------------------------------------------ gb search on a corpus
 
 
+def test_a_hit_on_one_line_is_cited_by_that_line(gb_cli, online) -> None:
+    """As evidence is: `notes.txt:1`, never `notes.txt:1-1`; a hit over lines keeps its
+    range."""
+    Path("notes.txt").write_text("Ada Lovelace wrote the first program.\n")
+    Path("long.txt").write_text("Grace Hopper\nbuilt the first compiler\nin 1952.\n")
+    assert gb_cli("remember", "notes.txt", "long.txt", "--quiet").exit_code == 0
+    shown = gb_cli("search", "Lovelace program", "--method", "bm25", "-k", "1").stdout
+    assert "notes.txt:1 " in shown and "notes.txt:1-1" not in shown, shown
+    shown = gb_cli("search", "Hopper compiler 1952", "--method", "bm25", "-k", "1").stdout
+    assert "long.txt:1-3 " in shown, shown
+
+
 def test_search_finds_words_by_bm25_and_meaning_by_vectors(gb_cli, backend, online, corpus) -> None:
     assert gb_cli("remember", *corpus, "--quiet").exit_code == 0
 
