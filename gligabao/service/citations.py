@@ -293,7 +293,13 @@ def check(value: dict[str, Any], sources: list[Source]) -> Checked:
     answer, unsupported = marked(
         str(value.get("answer") or ""), {c.n for c in citations}, markers=numbers
     )
-    return Checked(answer, citations, dropped, unsupported)
+    # A citation the answer marks nowhere supports none of its sentences: listed under
+    # them, it would read as if it did.
+    shown = {int(n) for m in _MARKER.finditer(answer) for n in re.findall(r"\d+", m.group(1))}
+    dropped += [
+        Dropped(c.n, c.quote, "the answer marks it nowhere") for c in citations if c.n not in shown
+    ]
+    return Checked(answer, [c for c in citations if c.n in shown], dropped, unsupported)
 
 
 def marked(

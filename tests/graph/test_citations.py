@@ -76,3 +76,27 @@ def test_brackets_of_numbers_no_source_has_are_text_not_markers() -> None:
     )
     assert checked.unsupported == ["Call grade(s, [60, 70, 80, 90]).", "See."]
     assert marked("In [2, 3] out [2].", {2}, markers={1, 2}) == ("In [2, 3] out [2].", [])
+
+
+def test_a_citation_the_answer_marks_nowhere_supports_nothing() -> None:
+    """A small model may list citations whose quotes hold without a marker in its
+    answer: they are dropped, said why, and an answer that marks none is not supported
+    (gb ask says so and exits 1), rather than listing sources under sentences marked
+    `[no source]`."""
+    sources = [chunk_source(n, _chunk(f"Fact number {n}.")) for n in (1, 2, 3)]
+    answer = {
+        "answer": "Northwind builds robots.",
+        "citations": [{"source": 2, "quote": "Fact number 2."}, {"source": 3, "quote": "3."}],
+    }
+    checked = check(answer, sources)
+    assert checked.citations == []
+    assert [(d.source, d.why) for d in checked.dropped] == [
+        (2, "the answer marks it nowhere"),
+        (3, "the answer marks it nowhere"),
+    ]
+    assert checked.answer == f"Northwind builds robots. {UNSUPPORTED}"
+
+    answer["answer"] = "Northwind builds robots [3]. It is in Bergen."
+    checked = check(answer, sources)
+    assert [c.n for c in checked.citations] == [3]
+    assert [(d.source, d.why) for d in checked.dropped] == [(2, "the answer marks it nowhere")]
