@@ -290,16 +290,21 @@ def check(value: dict[str, Any], sources: list[Source]) -> Checked:
     # but not given is a marker to take out); a list in code, [60, 70, 80], is text.
     numbers = set(range(1, len(sources) + 1))
     numbers |= {g.get("source") for g in value.get("citations") or [] if isinstance(g, dict)}
-    answer, unsupported = marked(
-        str(value.get("answer") or ""), {c.n for c in citations}, markers=numbers
-    )
+    supported = {c.n for c in citations}
+    answer, unsupported = marked(str(value.get("answer") or ""), supported, markers=numbers)
     # A citation the answer marks nowhere supports none of its sentences: listed under
     # them, it would read as if it did.
-    shown = {int(n) for m in _MARKER.finditer(answer) for n in re.findall(r"\d+", m.group(1))}
+    markers = [_numbers(m) for m in _MARKER.finditer(answer)]
+    shown = {n for found in markers if set(found) <= numbers for n in found}
     dropped += [
         Dropped(c.n, c.quote, "the answer marks it nowhere") for c in citations if c.n not in shown
     ]
     return Checked(answer, [c for c in citations if c.n in shown], dropped, unsupported)
+
+
+def _numbers(marker: re.Match[str]) -> list[int]:
+    """The source numbers a marker `[2]` or `[2, 3]` holds."""
+    return [int(n) for n in re.findall(r"\d+", marker.group(1))]
 
 
 def marked(
@@ -311,14 +316,12 @@ def marked(
     an answer's code (`[60, 70, 80, 90]`), are text, not markers: left as written."""
 
     def marker(match: re.Match[str]) -> bool:
-        numbers = [int(n) for n in re.findall(r"\d+", match.group(1))]
-        return markers is None or all(n in markers for n in numbers)
+        return markers is None or all(n in markers for n in _numbers(match))
 
     def kept(match: re.Match[str]) -> str:
         if not marker(match):
             return match.group(0)
-        numbers = [int(n) for n in re.findall(r"\d+", match.group(1))]
-        shown = [n for n in numbers if n in supported]
+        shown = [n for n in _numbers(match) if n in supported]
         return "".join(f"[{n}]" for n in shown)
 
     out: list[str] = []

@@ -100,3 +100,9 @@ def test_a_citation_the_answer_marks_nowhere_supports_nothing() -> None:
     checked = check(answer, sources)
     assert [c.n for c in checked.citations] == [3]
     assert [(d.source, d.why) for d in checked.dropped] == [(2, "the answer marks it nowhere")]
+
+    # A list in the answer's text is no marker, even holding a source's number.
+    answer["answer"] = "Call f([2, 99]) and see [3]."
+    checked = check(answer, sources)
+    assert [c.n for c in checked.citations] == [3]
+    assert [(d.source, d.why) for d in checked.dropped] == [(2, "the answer marks it nowhere")]

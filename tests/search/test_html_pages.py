@@ -166,7 +166,8 @@ def test_an_answer_cites_a_page_by_the_file_lines_of_each_quote(gb_cli, online) 
             {"source": n, "quote": [line for line in text.split("\n") if line.strip()][-1]}
             for n, (_, text) in sources.items()
         ]
-        return {"answer": "The shell restarts. [1]", "citations": citations}
+        marks = "".join(f"[{n}]" for n in sources)  # every citation marked, so listed
+        return {"answer": f"The shell restarts. {marks}", "citations": citations}
 
     online.answer_with = quote_every_source
     shown = json.loads(gb(gb_cli, "ask", "How does the IDLE shell restart?", "--json").stdout)
